@@ -1,0 +1,21 @@
+//! # exthost
+//!
+//! A host for the extensions of AI-agent runtimes that proves what it
+//! promises.
+//!
+//! * **Resources**: UTF-8 text read from ordered trusted roots; every escape
+//!   fails closed (SPEC section 2).
+//! * **Extension host**: metadata-only discovery, lazy serialized
+//!   activation, all-or-nothing publication, reverse-order rollback and
+//!   shutdown (SPEC section 3).
+//! * **Verification**: the host's logic is a pure transition function that
+//!   the `exthost-model` crate model-checks with stateright.
+//!
+//! Every error carries a stable code, listed in [`error::codes`].
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod id;
+
+pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
