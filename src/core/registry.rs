@@ -1,0 +1,393 @@
+//! The tool registry: names, owners, publication order and model-facing API
+//! names, in persistent maps so that cloning it (for a candidate or a
+//! snapshot) costs O(1) and publishing is a swap (H-4, H-9, M-6, INV-10).
+
+use std::fmt;
+
+use rpds::RedBlackTreeMapSync;
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use super::ids::ToolRef;
+use crate::error::codes;
+use crate::id::{IdError, validate_id_segment};
+
+/// The longest model-facing API name (M-6).
+pub const MAX_API_NAME_BYTES: usize = 64;
+
+/// What the core knows of a tool: pure data, no handler.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ToolSpec {
+    /// The name the tool was registered or declared under.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// SHA-256 of its canonical input schema, lowercase hex (M-5).
+    pub schema_digest: String,
+}
+
+impl ToolSpec {
+    /// A spec from its three parts.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema_digest: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            schema_digest: schema_digest.into(),
+        }
+    }
+}
+
+/// Who contributed a registry entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    /// A base tool given to the host at construction.
+    Base,
+    /// An extension, by id.
+    Extension(String),
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Owner::Base => f.write_str("base"),
+            Owner::Extension(id) => f.write_str(id),
+        }
+    }
+}
+
+/// What calling an entry does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Binding {
+    /// A live handler, by the handle the core gave out.
+    Live(ToolRef),
+    /// A dormant descriptor of a declared tool (M-4): calling it first
+    /// activates the owner.
+    Dormant,
+}
+
+/// One entry of the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RegistryEntry {
+    /// Runtime name: an ID-1 segment, or `<extension>:<tool>`.
+    pub name: String,
+    /// Model-facing name, `[A-Za-z0-9_-]{1,64}`, unique (M-6).
+    pub api_name: String,
+    /// Who contributed it.
+    pub owner: Owner,
+    /// Live handler or dormant descriptor.
+    pub binding: Binding,
+    /// Description.
+    pub description: String,
+    /// Schema digest.
+    pub schema_digest: String,
+    seq: u64,
+}
+
+/// Why a tool could not be added to the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
+pub enum RegistryError {
+    /// The name is not an ID-1 segment nor `<extension>:<tool>`.
+    #[error("tool name {name:?} is invalid: {reason}")]
+    InvalidName {
+        /// The refused name.
+        name: String,
+        /// Why.
+        reason: IdError,
+    },
+    /// The name is already live, or registered twice in one batch.
+    #[error("tool name {name:?} is already taken by {holder}")]
+    Duplicate {
+        /// The refused name.
+        name: String,
+        /// Who holds it.
+        holder: Owner,
+    },
+}
+
+impl RegistryError {
+    /// `TOOL_NAME_INVALID` or `TOOL_DUPLICATE`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RegistryError::InvalidName { .. } => codes::TOOL_NAME_INVALID,
+            RegistryError::Duplicate { .. } => codes::TOOL_DUPLICATE,
+        }
+    }
+}
+
+/// Checks a runtime tool name: one ID-1 segment, or two joined by `:`.
+pub fn validate_tool_name(name: &str) -> Result<(), RegistryError> {
+    let invalid = |reason| RegistryError::InvalidName {
+        name: name.to_owned(),
+        reason,
+    };
+    match name.split_once(':') {
+        None => validate_id_segment(name).map_err(invalid),
+        Some((ext, tool)) => {
+            validate_id_segment(ext).map_err(invalid)?;
+            validate_id_segment(tool).map_err(invalid)
+        }
+    }
+}
+
+/// The persistent tool registry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ToolRegistry {
+    by_name: RedBlackTreeMapSync<String, RegistryEntry>,
+    order: RedBlackTreeMapSync<u64, String>,
+    by_api: RedBlackTreeMapSync<String, String>,
+    next_seq: u64,
+    #[cfg(feature = "mutants")]
+    pub(crate) mutant_no_api_suffix: bool,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.by_name.size()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The entry with this runtime name.
+    pub fn get(&self, name: &str) -> Option<&RegistryEntry> {
+        self.by_name.get(name)
+    }
+
+    /// The entry with this model-facing API name.
+    pub fn get_by_api_name(&self, api_name: &str) -> Option<&RegistryEntry> {
+        self.by_api.get(api_name).and_then(|n| self.by_name.get(n))
+    }
+
+    /// Entries in publication order (H-9).
+    pub fn iter(&self) -> impl Iterator<Item = &RegistryEntry> + '_ {
+        self.order.values().filter_map(|n| self.by_name.get(n))
+    }
+
+    /// Runtime names in publication order.
+    pub fn names(&self) -> Vec<String> {
+        self.iter().map(|e| e.name.clone()).collect()
+    }
+
+    /// Adds one entry at the end of the publication order, validating its
+    /// name and uniqueness, and assigning its API name.
+    pub fn insert(
+        &mut self,
+        spec: &ToolSpec,
+        owner: Owner,
+        binding: Binding,
+    ) -> Result<(), RegistryError> {
+        validate_tool_name(&spec.name)?;
+        if let Some(held) = self.by_name.get(&spec.name) {
+            return Err(RegistryError::Duplicate {
+                name: spec.name.clone(),
+                holder: held.owner.clone(),
+            });
+        }
+        let api_name = self.free_api_name(&spec.name);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.by_api.insert_mut(api_name.clone(), spec.name.clone());
+        self.order.insert_mut(seq, spec.name.clone());
+        self.by_name.insert_mut(
+            spec.name.clone(),
+            RegistryEntry {
+                name: spec.name.clone(),
+                api_name,
+                owner,
+                binding,
+                description: spec.description.clone(),
+                schema_digest: spec.schema_digest.clone(),
+                seq,
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes an entry; its API name becomes free again.
+    pub fn remove(&mut self, name: &str) -> Option<RegistryEntry> {
+        let entry = self.by_name.get(name)?.clone();
+        self.by_name.remove_mut(name);
+        self.order.remove_mut(&entry.seq);
+        if self.by_api.get(&entry.api_name).map(String::as_str) == Some(name) {
+            self.by_api.remove_mut(&entry.api_name);
+        }
+        Some(entry)
+    }
+
+    /// Removes every entry owned by `owner` whose binding matches `dormant`.
+    pub fn remove_owned(&mut self, owner: &Owner, dormant: bool) -> Vec<RegistryEntry> {
+        let names: Vec<String> = self
+            .iter()
+            .filter(|e| &e.owner == owner && matches!(e.binding, Binding::Dormant) == dormant)
+            .map(|e| e.name.clone())
+            .collect();
+        names.iter().filter_map(|n| self.remove(n)).collect()
+    }
+
+    /// Removes everything (host shutdown).
+    pub fn clear(&mut self) {
+        let next_seq = self.next_seq;
+        *self = Self {
+            next_seq,
+            ..Self::default()
+        };
+    }
+
+    fn free_api_name(&self, name: &str) -> String {
+        let base = api_name_base(name);
+        #[cfg(feature = "mutants")]
+        if self.mutant_no_api_suffix {
+            return base;
+        }
+        if !self.by_api.contains_key(&base) {
+            return base;
+        }
+        (2u64..)
+            .map(|n| {
+                let suffix = format!("_{n}");
+                let keep = MAX_API_NAME_BYTES - suffix.len();
+                let stem = if base.len() > keep {
+                    &base[..keep]
+                } else {
+                    &base
+                };
+                format!("{stem}{suffix}")
+            })
+            .find(|candidate| !self.by_api.contains_key(candidate))
+            .expect("an unbounded sequence of candidates always has a free one")
+    }
+}
+
+/// The model-facing form of a runtime name before collisions are resolved:
+/// `:` and `.` become `_`; a name over 64 bytes keeps its first 55 bytes and
+/// ends in `_` plus 8 hex digits of its SHA-256, so shortening is
+/// deterministic and distinct names rarely meet.
+pub fn api_name_base(name: &str) -> String {
+    let mapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if mapped.len() <= MAX_API_NAME_BYTES && !mapped.is_empty() {
+        return mapped;
+    }
+    let digest = Sha256::digest(name.as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let keep = MAX_API_NAME_BYTES - 1 - hex.len();
+    format!("{}_{hex}", &mapped[..keep.min(mapped.len())])
+}
+
+/// True when `api` has the model-facing form `[A-Za-z0-9_-]{1,64}`.
+pub fn is_api_name(api: &str) -> bool {
+    !api.is_empty()
+        && api.len() <= MAX_API_NAME_BYTES
+        && api
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec::new(name, "d", "0")
+    }
+
+    #[test]
+    fn keeps_publication_order_and_refuses_duplicates() {
+        let mut r = ToolRegistry::new();
+        for n in ["zeta", "alpha", "mid"] {
+            r.insert(&spec(n), Owner::Base, Binding::Dormant).unwrap();
+        }
+        assert_eq!(r.names(), ["zeta", "alpha", "mid"]);
+        let err = r
+            .insert(
+                &spec("alpha"),
+                Owner::Extension("x".into()),
+                Binding::Dormant,
+            )
+            .unwrap_err();
+        assert_eq!(err.code(), "TOOL_DUPLICATE");
+        assert_eq!(r.len(), 3);
+    }
+
+    #[test]
+    fn refuses_invalid_names_with_tool_name_invalid() {
+        let mut r = ToolRegistry::new();
+        for bad in ["", "a b", "a:b:c", ":x", "x:", ".x", "ext:.t"] {
+            let err = r
+                .insert(&spec(bad), Owner::Base, Binding::Dormant)
+                .unwrap_err();
+            assert_eq!(err.code(), "TOOL_NAME_INVALID", "{bad:?}");
+        }
+        assert!(r.is_empty());
+        r.insert(&spec("ext:tool"), Owner::Base, Binding::Dormant)
+            .unwrap();
+    }
+
+    #[test]
+    fn api_names_map_separators_and_suffix_collisions_in_order() {
+        let mut r = ToolRegistry::new();
+        for n in ["a:b", "a.b", "a_b", "a_b_2"] {
+            r.insert(&spec(n), Owner::Base, Binding::Dormant).unwrap();
+        }
+        let apis: Vec<_> = r.iter().map(|e| e.api_name.clone()).collect();
+        assert_eq!(apis, ["a_b", "a_b_2", "a_b_3", "a_b_2_2"]);
+        for api in &apis {
+            assert!(is_api_name(api));
+            assert_eq!(&r.get_by_api_name(api).unwrap().api_name, api);
+        }
+        // Removing frees the name; the others keep theirs.
+        r.remove("a:b").unwrap();
+        assert_eq!(r.get("a.b").unwrap().api_name, "a_b_2");
+        r.insert(&spec("a-b:x"), Owner::Base, Binding::Dormant)
+            .unwrap();
+        assert_eq!(r.get("a-b:x").unwrap().api_name, "a-b_x");
+    }
+
+    #[test]
+    fn long_names_shorten_deterministically_within_64_bytes() {
+        let long = format!("{}:{}", "e".repeat(64), "t".repeat(64));
+        let a = api_name_base(&long);
+        assert_eq!(a, api_name_base(&long));
+        assert_eq!(a.len(), 64);
+        assert!(is_api_name(&a));
+        let other = format!("{}:{}", "e".repeat(64), "u".repeat(64));
+        assert_ne!(a, api_name_base(&other));
+        let mut r = ToolRegistry::new();
+        r.insert(&spec(&long), Owner::Base, Binding::Dormant)
+            .unwrap();
+        assert!(is_api_name(&r.get(&long).unwrap().api_name));
+    }
+
+    #[test]
+    fn a_clone_is_a_detached_snapshot() {
+        let mut r = ToolRegistry::new();
+        r.insert(&spec("one"), Owner::Base, Binding::Dormant)
+            .unwrap();
+        let snapshot = r.clone();
+        r.insert(&spec("two"), Owner::Base, Binding::Dormant)
+            .unwrap();
+        r.remove("one");
+        assert_eq!(snapshot.names(), ["one"]);
+        assert_eq!(r.names(), ["two"]);
+    }
+}
