@@ -397,14 +397,14 @@ impl HostCore {
                 head.op
             )));
         }
-        if self.running.is_some() {
-            if !self.mutant(MutantName::StartBeforeSettled) {
-                return Err(ProtocolError(format!(
-                    "{op} cannot begin while another operation runs"
-                )));
-            }
-            #[cfg(feature = "mutants")]
-            self.suspended.push(self.running.take().expect("checked"));
+        if self.running.is_some() && !self.mutant(MutantName::StartBeforeSettled) {
+            return Err(ProtocolError(format!(
+                "{op} cannot begin while another operation runs"
+            )));
+        }
+        #[cfg(feature = "mutants")]
+        if let Some(running) = self.running.take() {
+            self.suspended.push(running);
         }
         let queued = self.queue.pop_front().expect("checked");
         Ok(match queued.kind {
