@@ -73,6 +73,13 @@ pub mod codes {
         EXTENSION_DEPENDENCY_MISSING,
         /// The dependencies form a cycle.
         EXTENSION_DEPENDENCY_CYCLE,
+        /// No live tool has the name called (an addition to SPEC section 7).
+        TOOL_NOT_FOUND,
+        /// A tool ran and failed or panicked (an addition to SPEC section 7).
+        TOOL_FAILED,
+        /// A dormant tool was called without the capability to activate its
+        /// extension (M-4; an addition to SPEC section 7).
+        TOOL_ACTIVATION_DENIED,
     }
 }
 
@@ -82,7 +89,7 @@ mod tests {
 
     #[test]
     fn every_code_is_its_own_name_and_unique() {
-        assert_eq!(codes::ALL.len(), 29);
+        assert_eq!(codes::ALL.len(), 32);
         let mut seen = std::collections::BTreeSet::new();
         for code in codes::ALL {
             assert!(seen.insert(*code), "{code} listed twice");

@@ -213,6 +213,11 @@ impl HostCore {
         self.queue.iter().map(|q| (q.op, q.kind.clone())).collect()
     }
 
+    /// True while `op` waits in the queue (requested, not begun, not withdrawn).
+    pub fn is_queued(&self, op: OpId) -> bool {
+        self.queue.iter().any(|q| q.op == op)
+    }
+
     /// The operation running now.
     pub fn running_op(&self) -> Option<OpId> {
         self.running.as_ref().map(Running::op)

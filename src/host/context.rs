@@ -1,0 +1,125 @@
+//! The activation context (H-6): exactly five capabilities.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+
+use tokio_util::sync::CancellationToken;
+
+use super::Inner;
+use super::error::HostError;
+use super::extension::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
+use crate::core::{ContextId, Registered, Registration};
+use crate::resources::ResourceLoader;
+
+pub(crate) type HookFn =
+    Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
+pub(crate) type DisposerFn =
+    Box<dyn FnOnce() -> BoxFuture<'static, Result<(), ExtensionError>> + Send>;
+
+/// What an extension's `activate` receives: the trusted resource loader, a
+/// cancellation signal, and three ways to register (tool, hook, disposer).
+///
+/// Registrations are staged privately and published only if the whole
+/// activation succeeds (H-4). Once the activation settles, the context is
+/// closed: every registration fails with `EXTENSION_CONTEXT_CLOSED` and
+/// changes nothing (H-6). The context may be cloned and kept; that does not
+/// reopen it.
+#[derive(Clone)]
+pub struct ActivationContext {
+    pub(crate) host: Weak<Inner>,
+    pub(crate) context: ContextId,
+    pub(crate) extension: String,
+    pub(crate) resources: ResourceLoader,
+    pub(crate) cancellation: CancellationToken,
+}
+
+impl std::fmt::Debug for ActivationContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActivationContext")
+            .field("extension", &self.extension)
+            .field("context", &self.context)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ActivationContext {
+    /// The id of the extension being activated.
+    pub fn extension_id(&self) -> &str {
+        &self.extension
+    }
+
+    /// The host's trusted resource loader.
+    pub fn resources(&self) -> &ResourceLoader {
+        &self.resources
+    }
+
+    /// Fires when the activation is cancelled (host shutdown or an expired
+    /// deadline). A cancelled activation is rolled back.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Stages a tool. It becomes callable only when the activation commits.
+    pub fn register_tool(
+        &self,
+        descriptor: ToolDescriptor,
+        tool: impl Tool,
+    ) -> Result<(), HostError> {
+        let spec = descriptor.spec();
+        let tool: Arc<dyn Tool> = Arc::new(tool);
+        self.register(Registration::Tool(spec), move |shell, handle| {
+            if let Registered::Tool(r) = handle {
+                shell.stage_tool(r, descriptor, tool);
+            }
+        })
+    }
+
+    /// Stages an event hook. Hooks run in activation order, then
+    /// registration order (H-10).
+    pub fn on_event<F, Fut>(&self, hook: F) -> Result<(), HostError>
+    where
+        F: Fn(Arc<Event>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
+    {
+        let hook: HookFn = Arc::new(move |event| Box::pin(hook(event)));
+        self.register(Registration::Hook, move |shell, handle| {
+            if let Registered::Hook(r) = handle {
+                shell.hooks.insert(r, hook);
+            }
+        })
+    }
+
+    /// Stages a disposer. Disposers run in reverse registration order, at
+    /// rollback or at shutdown, each exactly once (H-5, H-11).
+    pub fn on_dispose<F, Fut>(&self, disposer: F) -> Result<(), HostError>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
+    {
+        let disposer: DisposerFn = Box::new(move || Box::pin(disposer()));
+        self.register(Registration::Disposer, move |shell, handle| {
+            if let Registered::Disposer(r) = handle {
+                shell.disposers.insert(r, disposer);
+            }
+        })
+    }
+
+    fn register(
+        &self,
+        registration: Registration,
+        keep: impl FnOnce(&mut super::Shell, Registered),
+    ) -> Result<(), HostError> {
+        let closed = || HostError::ContextClosed {
+            extension: self.extension.clone(),
+        };
+        let host = self.host.upgrade().ok_or_else(closed)?;
+        let mut shell = host.lock();
+        match shell.registration(self.context, registration) {
+            Some(handle) => {
+                keep(&mut shell, handle);
+                Ok(())
+            }
+            None => Err(closed()),
+        }
+    }
+}

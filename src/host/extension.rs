@@ -1,0 +1,277 @@
+//! What extension authors implement: [`Extension`], [`Tool`], and the
+//! [`ExtensionDefinition`] that pairs an id with a factory.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::context::ActivationContext;
+use crate::core::ToolSpec;
+
+/// A boxed, sendable future: what extension code returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An error reported by extension code (factory, `activate`, hook,
+/// disposer, `dispose`, tool).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ExtensionError {
+    message: String,
+}
+
+impl ExtensionError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ExtensionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExtensionError {}
+
+impl From<&str> for ExtensionError {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<String> for ExtensionError {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+/// An extension instance, made by its definition's factory.
+///
+/// `activate` receives the [`ActivationContext`] through which it contributes
+/// tools, hooks and disposers; nothing it registers is visible until it
+/// returns `Ok` and the whole set validates (H-4). `dispose` runs last at
+/// rollback and at shutdown, after the extension's disposers.
+pub trait Extension: Send + Sync + 'static {
+    /// Contribute through the context. An error (or a panic) rolls the
+    /// activation back.
+    fn activate(&self, context: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>>;
+
+    /// The instance's own cleanup. The default does nothing.
+    fn dispose(&self) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A callable tool.
+pub trait Tool: Send + Sync + 'static {
+    /// Calls the tool with its JSON input.
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>>;
+}
+
+impl<F, Fut> Tool for F
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ExtensionError>> + Send + 'static,
+{
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
+        Box::pin(self(input))
+    }
+}
+
+/// What a tool is: name, description and JSON input schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDescriptor {
+    /// The name (ID-1; manifest extensions' tools are published as
+    /// `<extension>:<name>`).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON schema of its input.
+    pub input_schema: Value,
+}
+
+impl ToolDescriptor {
+    /// A descriptor from its parts.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+
+    /// The core's view: name, description and the schema's digest (M-5).
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            self.name.clone(),
+            self.description.clone(),
+            schema_digest(&self.input_schema),
+        )
+    }
+}
+
+/// SHA-256 of the schema serialised with sorted keys and no insignificant
+/// whitespace, as lowercase hex (M-5).
+pub fn schema_digest(schema: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut canonical = String::new();
+    write_canonical(schema, &mut canonical);
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*key).clone()).to_string());
+                out.push(':');
+                write_canonical(&map[*key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+pub(crate) type Factory =
+    Arc<dyn Fn() -> Result<Arc<dyn Extension>, ExtensionError> + Send + Sync + 'static>;
+
+/// An extension as discovery knows it: an id and a factory. Discovery never
+/// calls the factory (H-2); activation does, once per attempt.
+#[derive(Clone)]
+pub struct ExtensionDefinition {
+    pub(crate) id: String,
+    pub(crate) factory: Factory,
+    pub(crate) declared_tools: Option<Vec<ToolDescriptor>>,
+    pub(crate) namespaced: bool,
+}
+
+impl fmt::Debug for ExtensionDefinition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExtensionDefinition")
+            .field("id", &self.id)
+            .field("declared_tools", &self.declared_tools)
+            .field("namespaced", &self.namespaced)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExtensionDefinition {
+    /// A definition whose factory makes an `E`.
+    pub fn new<E, F>(id: impl Into<String>, factory: F) -> Self
+    where
+        E: Extension,
+        F: Fn() -> Result<E, ExtensionError> + Send + Sync + 'static,
+    {
+        Self {
+            id: id.into(),
+            factory: Arc::new(move || factory().map(|e| Arc::new(e) as Arc<dyn Extension>)),
+            declared_tools: None,
+            namespaced: false,
+        }
+    }
+
+    /// Declares the tools this extension will register (M-4, M-5): they are
+    /// published at discovery as dormant descriptors named
+    /// `<extension>:<tool>`, and at activation the registered set must equal
+    /// them exactly.
+    pub fn with_declared_tools(mut self, tools: Vec<ToolDescriptor>) -> Self {
+        self.declared_tools = Some(tools);
+        self.namespaced = true;
+        self
+    }
+
+    /// Publishes this extension's tools as `<extension>:<tool>` even without
+    /// declarations (as manifest extensions are).
+    pub fn namespaced(mut self) -> Self {
+        self.namespaced = true;
+        self
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn meta(&self) -> crate::core::DefinitionMeta {
+        crate::core::DefinitionMeta {
+            id: self.id.clone(),
+            namespaced: self.namespaced,
+            declared_tools: self
+                .declared_tools
+                .as_ref()
+                .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
+        }
+    }
+}
+
+/// An event delivered to hooks: a name and a JSON payload. Every hook of one
+/// `emit` sees the same immutable snapshot (H-10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The event's name.
+    pub name: String,
+    /// Its payload.
+    pub payload: Value,
+}
+
+impl Event {
+    /// An event from its parts.
+    pub fn new(name: impl Into<String>, payload: Value) -> Self {
+        Self {
+            name: name.into(),
+            payload,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn digest_ignores_key_order_and_whitespace() {
+        let a: Value = serde_json::from_str(r#"{"b": [1, {"y":1,"x":2}], "a": "s"}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#).unwrap();
+        assert_eq!(schema_digest(&a), schema_digest(&b));
+        assert_ne!(schema_digest(&a), schema_digest(&json!({"a": "t"})));
+        // Known answer: sha256 of the bytes {"a":1}.
+        assert_eq!(
+            schema_digest(&json!({"a": 1})),
+            "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+        );
+    }
+}
