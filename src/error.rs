@@ -93,7 +93,8 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for code in codes::ALL {
             assert!(seen.insert(*code), "{code} listed twice");
-            assert!(code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+            let allowed = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_';
+            assert!(code.bytes().all(allowed), "{code}");
         }
         assert_eq!(codes::HOST_DISPOSED, "HOST_DISPOSED");
     }

@@ -18,5 +18,10 @@
 pub mod core;
 pub mod error;
 pub mod id;
+pub mod resources;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
+pub use resources::{
+    MAX_RESOURCE_TEXT_BYTES, Resource, ResourceError, ResourceLoader, ResourceRoot,
+    validate_resource_path,
+};
