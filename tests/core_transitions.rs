@@ -1,0 +1,593 @@
+//! The pure core driven directly, with no runtime: the effects it returns
+//! for each path of H-1 to H-11.
+
+use exthost::core::*;
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec::new(name, format!("{name} tool"), "digest")
+}
+
+fn core_with(ids: &[&str]) -> HostCore {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    let batch = ids.iter().map(|id| DefinitionMeta::plain(*id)).collect();
+    assert_eq!(
+        core.apply(Input::Discover(batch)).unwrap(),
+        vec![Effect::Discovered(Ok(()))]
+    );
+    core
+}
+
+fn request(core: &mut HostCore, kind: OpKind) -> OpId {
+    match core.apply(Input::Request(kind)).unwrap().as_slice() {
+        [Effect::Enqueued(op), ..] => *op,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Requests and begins an activation; returns its op and context.
+fn start_activation(core: &mut HostCore, id: &str) -> (OpId, ContextId) {
+    let op = request(core, OpKind::Activate(id.into()));
+    match core.apply(Input::Begin(op)).unwrap().as_slice() {
+        [
+            Effect::CallFactory {
+                context, extension, ..
+            },
+        ] => {
+            assert_eq!(extension, id);
+            (op, *context)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn register(core: &mut HostCore, context: ContextId, registration: Registration) -> Registered {
+    match core
+        .apply(Input::Register {
+            context,
+            registration,
+        })
+        .unwrap()
+        .as_slice()
+    {
+        [Effect::Registration(Ok(handle))] => *handle,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn open(core: &mut HostCore, context: ContextId) {
+    let effects = core
+        .apply(Input::FactoryReturned {
+            context,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(matches!(effects.as_slice(), [Effect::RunActivate { .. }]));
+}
+
+#[test]
+fn discovery_is_all_or_nothing_and_calls_no_factory() {
+    let mut core = core_with(&["a"]);
+    let before = core.clone();
+    let effects = core
+        .apply(Input::Discover(vec![
+            DefinitionMeta::plain("b"),
+            DefinitionMeta::plain("a"),
+        ]))
+        .unwrap();
+    assert_eq!(
+        effects,
+        vec![Effect::Discovered(Err(DiscoveryError::Duplicate {
+            id: "a".into()
+        }))]
+    );
+    assert_eq!(core, before, "a refused batch changes nothing");
+    let effects = core
+        .apply(Input::Discover(vec![DefinitionMeta::plain("bad id")]))
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Discovered(Err(DiscoveryError::InvalidId { .. }))]
+    ));
+    assert_eq!(core, before);
+}
+
+#[test]
+fn a_successful_activation_commits_everything_in_one_step() {
+    let mut core = core_with(&["a"]);
+    let (op, cx) = start_activation(&mut core, "a");
+    assert_eq!(core.statuses(), vec![("a".into(), Status::Activating)]);
+    open(&mut core, cx);
+    let Registered::Tool(t1) = register(&mut core, cx, Registration::Tool(spec("t1"))) else {
+        panic!()
+    };
+    let Registered::Hook(h) = register(&mut core, cx, Registration::Hook) else {
+        panic!()
+    };
+    register(&mut core, cx, Registration::Disposer);
+    assert_eq!(
+        core.registry().names(),
+        ["base"],
+        "staged tools are private"
+    );
+    assert!(core.live_hooks().is_empty());
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Publish,
+            Effect::Settle {
+                op,
+                outcome: OpOutcome::Activated {
+                    extension: "a".into()
+                }
+            }
+        ]
+    );
+    assert_eq!(core.registry().names(), ["base", "t1"]);
+    assert_eq!(
+        core.registry().get("t1").unwrap().binding,
+        Binding::Live(t1)
+    );
+    assert_eq!(core.live_hooks()[0].hook, h);
+    assert_eq!(core.activation_order(), ["a"]);
+    assert_eq!(core.statuses(), vec![("a".into(), Status::Active)]);
+    assert_eq!(core.running_op(), None);
+}
+
+#[test]
+fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
+    let mut core = core_with(&["a"]);
+    let (op, cx) = start_activation(&mut core, "a");
+    open(&mut core, cx);
+    let d: Vec<_> = (0..3)
+        .map(|_| match register(&mut core, cx, Registration::Disposer) {
+            Registered::Disposer(d) => d,
+            _ => panic!(),
+        })
+        .collect();
+    register(&mut core, cx, Registration::Tool(spec("t")));
+    let mut effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Err(Failure::error("boom")),
+        })
+        .unwrap();
+    let mut ran = Vec::new();
+    let mut results = vec![Ok(()), Err(Failure::error("d1 failed")), Ok(()), Ok(())].into_iter();
+    while let [Effect::RunCleanup { step, .. }] = effects.as_slice() {
+        ran.push(step.kind);
+        effects = core
+            .apply(Input::CleanupFinished {
+                op,
+                result: results.next().unwrap(),
+            })
+            .unwrap();
+    }
+    let disposer = |i: usize| CleanupKind::Disposer {
+        index: i,
+        disposer: d[i],
+    };
+    assert_eq!(
+        ran,
+        vec![disposer(2), disposer(1), disposer(0), CleanupKind::Instance]
+    );
+    let [Effect::Forget { .. }, Effect::Settle { outcome, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    let OpOutcome::ActivationFailed(failure) = outcome else {
+        panic!()
+    };
+    assert_eq!(
+        failure.cause,
+        FailureCause::Activate(Failure::error("boom"))
+    );
+    assert_eq!(failure.cleanup_failures.len(), 1);
+    assert_eq!(failure.cleanup_failures[0].step.kind, disposer(1));
+    assert_eq!(core.registry().names(), ["base"]);
+    assert_eq!(core.statuses(), vec![("a".into(), Status::Failed)]);
+    // Retry: failed -> activating, a new context.
+    let (_, cx2) = start_activation(&mut core, "a");
+    assert_ne!(cx, cx2);
+}
+
+#[test]
+fn a_factory_failure_settles_without_cleanup() {
+    let mut core = core_with(&["a"]);
+    let (op, cx) = start_activation(&mut core, "a");
+    let effects = core
+        .apply(Input::FactoryReturned {
+            context: cx,
+            result: Err(Failure::panic("factory")),
+        })
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Forget { .. }, Effect::Settle { op: o, outcome: OpOutcome::ActivationFailed(f) }]
+            if *o == op && f.cause == FailureCause::Factory(Failure::panic("factory")) && f.cleanup_failures.is_empty()
+    ));
+}
+
+#[test]
+fn registrations_outside_the_open_context_are_refused_and_change_nothing() {
+    let mut core = core_with(&["a"]);
+    let (_, cx) = start_activation(&mut core, "a");
+    // Before the context opens (factory still running).
+    let before = core.clone();
+    let effects = core
+        .apply(Input::Register {
+            context: cx,
+            registration: Registration::Hook,
+        })
+        .unwrap();
+    assert_eq!(effects, vec![Effect::Registration(Err(ContextClosed))]);
+    assert_eq!(core, before);
+    open(&mut core, cx);
+    core.apply(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    })
+    .unwrap();
+    let before = core.clone();
+    for registration in [
+        Registration::Tool(spec("late")),
+        Registration::Hook,
+        Registration::Disposer,
+    ] {
+        let effects = core
+            .apply(Input::Register {
+                context: cx,
+                registration,
+            })
+            .unwrap();
+        assert_eq!(effects, vec![Effect::Registration(Err(ContextClosed))]);
+    }
+    assert_eq!(core, before);
+}
+
+#[test]
+fn a_clash_fails_validation_and_publishes_nothing() {
+    let mut core = core_with(&["a"]);
+    let (op, cx) = start_activation(&mut core, "a");
+    open(&mut core, cx);
+    register(&mut core, cx, Registration::Tool(spec("fresh")));
+    register(&mut core, cx, Registration::Tool(spec("base")));
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    // No disposers: the instance's dispose is the only rollback step.
+    assert!(
+        matches!(effects.as_slice(), [Effect::RunCleanup { step, .. }] if step.kind == CleanupKind::Instance)
+    );
+    let effects = core
+        .apply(Input::CleanupFinished { op, result: Ok(()) })
+        .unwrap();
+    let [
+        _,
+        Effect::Settle {
+            outcome: OpOutcome::ActivationFailed(f),
+            ..
+        },
+    ] = effects.as_slice()
+    else {
+        panic!("{effects:?}")
+    };
+    assert!(matches!(&f.cause, FailureCause::Registry(e) if e.code() == "TOOL_DUPLICATE"));
+    assert_eq!(core.registry().names(), ["base"]);
+}
+
+#[test]
+fn operations_begin_only_in_order_and_one_at_a_time() {
+    let mut core = core_with(&["a", "b"]);
+    let first = request(&mut core, OpKind::Activate("a".into()));
+    let second = request(&mut core, OpKind::Emit);
+    let before = core.clone();
+    assert!(core.apply(Input::Begin(second)).is_err(), "not the head");
+    assert_eq!(core, before);
+    assert_eq!(core.awaiting(), Some(Awaiting::Begin(first)));
+    core.apply(Input::Begin(first)).unwrap();
+    assert!(core.apply(Input::Begin(second)).is_err(), "one at a time");
+    assert!(
+        core.apply(Input::Withdraw(first)).is_err(),
+        "begun ops are not withdrawn"
+    );
+    // A withdrawn op leaves the queue.
+    core.apply(Input::Withdraw(second)).unwrap();
+    assert!(!core.is_queued(second));
+}
+
+#[test]
+fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
+    let mut core = core_with(&["a", "b"]);
+    for id in ["b", "a"] {
+        let (_, cx) = start_activation(&mut core, id);
+        open(&mut core, cx);
+        register(&mut core, cx, Registration::Hook);
+        register(&mut core, cx, Registration::Hook);
+        core.apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    }
+    let op = request(&mut core, OpKind::Emit);
+    let mut effects = core.apply(Input::Begin(op)).unwrap();
+    let mut order = Vec::new();
+    while let [Effect::RunHook { hook, .. }] = effects.as_slice() {
+        order.push((hook.extension.clone(), hook.index));
+        let result = if order.len() == 2 {
+            Err(Failure::error("x"))
+        } else {
+            Ok(())
+        };
+        effects = core.apply(Input::HookFinished { op, result }).unwrap();
+    }
+    assert_eq!(
+        order,
+        [("b", 0), ("b", 1), ("a", 0), ("a", 1)].map(|(e, i)| (e.to_owned(), i))
+    );
+    assert_eq!(
+        effects,
+        vec![Effect::Settle {
+            op,
+            outcome: OpOutcome::Emitted {
+                diagnostics: vec![HookDiagnostic {
+                    extension_id: "b".into(),
+                    hook_index: 1,
+                    message: "x".into()
+                }]
+            }
+        }]
+    );
+}
+
+#[test]
+fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
+    let mut core = core_with(&["a", "b"]);
+    let (act, cx) = start_activation(&mut core, "a");
+    open(&mut core, cx);
+    let queued = request(&mut core, OpKind::Activate("b".into()));
+    let effects = core.apply(Input::Request(OpKind::Dispose)).unwrap();
+    let [Effect::Enqueued(dispose), Effect::Cancel { context }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(*context, cx);
+    assert_eq!(
+        core.apply(Input::Request(OpKind::Emit)).unwrap(),
+        vec![Effect::Rejected(Rejection::HostDisposed)]
+    );
+    assert_eq!(
+        core.apply(Input::Request(OpKind::Dispose)).unwrap(),
+        vec![Effect::JoinDispose(*dispose)]
+    );
+    // The activation returns Ok, but it was cancelled: rollback.
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(matches!(effects.as_slice(), [Effect::RunCleanup { .. }]));
+    let effects = core
+        .apply(Input::CleanupFinished {
+            op: act,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }] if f.cause == FailureCause::Cancelled
+    ));
+    let effects = core.apply(Input::Begin(queued)).unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Settle {
+            outcome: OpOutcome::CancelledBeforeStart { .. },
+            ..
+        }]
+    ));
+    let effects = core.apply(Input::Begin(*dispose)).unwrap();
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Publish,
+            Effect::ForgetAll,
+            Effect::Settle {
+                op: *dispose,
+                outcome: OpOutcome::Disposed { failures: vec![] }
+            }
+        ]
+    );
+    assert!(core.registry().is_empty());
+    assert_eq!(core.phase(), Phase::Disposed(*dispose));
+}
+
+#[test]
+fn shutdown_cleans_up_in_reverse_activation_and_registration_order() {
+    let mut core = core_with(&["a", "b"]);
+    for id in ["a", "b"] {
+        let (_, cx) = start_activation(&mut core, id);
+        open(&mut core, cx);
+        register(&mut core, cx, Registration::Disposer);
+        register(&mut core, cx, Registration::Disposer);
+        core.apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    }
+    let op = request(&mut core, OpKind::Dispose);
+    let mut effects = core.apply(Input::Begin(op)).unwrap();
+    assert_eq!(effects[0], Effect::Publish);
+    assert!(
+        core.registry().is_empty(),
+        "nothing is callable during teardown"
+    );
+    effects.remove(0);
+    let mut steps = Vec::new();
+    while let [Effect::RunCleanup { step, .. }] = effects.as_slice() {
+        steps.push(match step.kind {
+            CleanupKind::Disposer { index, .. } => format!("{}:d{index}", step.extension),
+            CleanupKind::Instance => format!("{}:dispose", step.extension),
+        });
+        let result = if steps.len() % 2 == 1 {
+            Err(Failure::error("f"))
+        } else {
+            Ok(())
+        };
+        effects = core.apply(Input::CleanupFinished { op, result }).unwrap();
+    }
+    assert_eq!(
+        steps,
+        ["b:d1", "b:d0", "b:dispose", "a:d1", "a:d0", "a:dispose"]
+    );
+    let [
+        Effect::ForgetAll,
+        Effect::Settle {
+            outcome: OpOutcome::Disposed { failures },
+            ..
+        },
+    ] = effects.as_slice()
+    else {
+        panic!("{effects:?}")
+    };
+    let failed: Vec<_> = failures.iter().map(|f| f.step.kind).collect();
+    assert_eq!(failed.len(), 3, "every odd step failed and all were kept");
+    assert!(
+        core.extensions()
+            .iter()
+            .all(|e| e.status() == Status::Disposed)
+    );
+}
+
+#[test]
+fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
+    let (mut core, _) = HostCore::new(&[]).unwrap();
+    let meta = DefinitionMeta {
+        id: "ext".into(),
+        namespaced: true,
+        declared_tools: Some(vec![spec("search")]),
+    };
+    core.apply(Input::Discover(vec![meta])).unwrap();
+    let dormant = core.registry().get("ext:search").unwrap();
+    assert_eq!(dormant.binding, Binding::Dormant);
+    assert_eq!(dormant.api_name, "ext_search");
+    // A mismatching registration fails closed and keeps the dormant entry.
+    let (op, cx) = start_activation(&mut core, "ext");
+    open(&mut core, cx);
+    register(
+        &mut core,
+        cx,
+        Registration::Tool(ToolSpec::new("search", "search tool", "other-digest")),
+    );
+    core.apply(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    })
+    .unwrap();
+    let effects = core
+        .apply(Input::CleanupFinished { op, result: Ok(()) })
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }]
+            if matches!(&f.cause, FailureCause::Declaration(m) if m.reason == "registered_tool_schema_digest_mismatch")
+    ));
+    assert_eq!(
+        core.registry().get("ext:search").unwrap().binding,
+        Binding::Dormant
+    );
+    // A matching one replaces it by the live tool in the commit.
+    let (_, cx) = start_activation(&mut core, "ext");
+    open(&mut core, cx);
+    let Registered::Tool(t) = register(&mut core, cx, Registration::Tool(spec("search"))) else {
+        panic!()
+    };
+    core.apply(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    })
+    .unwrap();
+    let live = core.registry().get("ext:search").unwrap();
+    assert_eq!(live.binding, Binding::Live(t));
+    assert_eq!(live.api_name, "ext_search");
+    assert_eq!(core.registry().len(), 1);
+}
+
+#[test]
+fn declaration_checks_name_each_kind_of_mismatch() {
+    let declared = vec![spec("a"), spec("b")];
+    let reg = |specs: Vec<ToolSpec>| -> Vec<(ToolRef, ToolSpec)> {
+        specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (ToolRef(i as u64), s))
+            .collect()
+    };
+    assert_eq!(
+        check_declarations(&declared, &reg(vec![spec("b"), spec("a")])),
+        Ok(())
+    );
+    let reason = |r: Vec<ToolSpec>| check_declarations(&declared, &reg(r)).unwrap_err().reason;
+    assert_eq!(reason(vec![spec("a")]), "declared_tool_not_registered");
+    assert_eq!(
+        reason(vec![spec("a"), spec("b"), spec("c")]),
+        "undeclared_tool_registered"
+    );
+    assert_eq!(
+        reason(vec![spec("a"), spec("b"), spec("b")]),
+        "registered_tool_count_mismatch"
+    );
+    assert_eq!(
+        reason(vec![spec("a"), ToolSpec::new("b", "other", "digest")]),
+        "registered_tool_description_mismatch"
+    );
+    assert_eq!(
+        reason(vec![spec("a"), ToolSpec::new("b", "b tool", "x")]),
+        "registered_tool_schema_digest_mismatch"
+    );
+}
+
+/// The core is pure: no async runtime, no I/O, no clock, no threads, no
+/// randomness (ARCHITECTURE.md). This reads its sources and fails on any
+/// such import.
+#[test]
+fn the_core_imports_no_runtime_io_clock_or_threads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    let forbidden = [
+        "tokio",
+        "std::fs",
+        "std::io",
+        "std::net",
+        "std::thread",
+        "std::time",
+        "std::process",
+        "std::env",
+        "rand::",
+        "async fn",
+        ".await",
+        "Instant",
+        "SystemTime",
+    ];
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        read += 1;
+        for word in forbidden {
+            assert!(
+                !text.contains(word),
+                "{} mentions {word:?}: the core must stay pure",
+                path.display()
+            );
+        }
+    }
+    assert!(read >= 5, "read only {read} core files");
+}
