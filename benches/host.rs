@@ -1,0 +1,160 @@
+//! Host benchmarks (issue 3): the cost of activating the Nth extension stays
+//! flat as N grows, and `emit` stays close to a plain loop over the hooks.
+//!
+//! Run: `cargo bench --bench host`; the ratios are written into
+//! docs/performance.md.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use exthost::host::{
+    ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
+    ExtensionHost, HostOptions, ToolDescriptor,
+};
+use exthost::{ResourceLoader, ResourceRoot};
+use serde_json::{Value, json};
+
+const TOOLS_PER_EXTENSION: usize = 5;
+
+struct FiveTools(usize);
+
+impl Extension for FiveTools {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for t in 0..TOOLS_PER_EXTENSION {
+                let d = ToolDescriptor::new(format!("e{}_t{t}", self.0), "bench tool", json!({}));
+                cx.register_tool(d, |_: Value| async { Ok(Value::Null) })
+                    .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+struct Hooks(usize, Arc<AtomicU64>);
+
+impl Extension for Hooks {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for _ in 0..self.0 {
+                let counter = self.1.clone();
+                cx.on_event(move |_| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    async { Ok(()) }
+                })
+                .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn new_host(dir: &std::path::Path) -> ExtensionHost {
+    let loader = ResourceLoader::create([ResourceRoot::new("bench", dir)]).unwrap();
+    ExtensionHost::new(HostOptions::new(loader)).unwrap()
+}
+
+/// A host with `n - 1` active extensions and the `n`th discovered.
+fn host_before_nth(rt: &tokio::runtime::Runtime, dir: &std::path::Path, n: usize) -> ExtensionHost {
+    let host = new_host(dir);
+    host.discover((0..n).map(|i| ExtensionDefinition::new(format!("e{i}"), move || Ok(FiveTools(i)))))
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..n - 1 {
+            host.activate(&format!("e{i}")).await.unwrap();
+        }
+    });
+    host
+}
+
+fn activation_of_the_nth(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("activate_nth");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    for n in [10usize, 1_000, 10_000] {
+        // One host per sample would dominate the run at n = 10,000, so each
+        // measured batch activates fresh extensions on hosts prepared
+        // untimed, `n - 1` already active on each.
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut host = host_before_nth(&rt, dir.path(), n);
+                let mut remaining_on_host = 1;
+                for _ in 0..iters {
+                    if remaining_on_host == 0 {
+                        host = host_before_nth(&rt, dir.path(), n);
+                        remaining_on_host = 1;
+                    }
+                    let id = format!("e{}", n - 1);
+                    let start = Instant::now();
+                    rt.block_on(host.activate(&id)).unwrap();
+                    total += start.elapsed();
+                    remaining_on_host -= 1;
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+fn emit_to_hooks(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let counter = Arc::new(AtomicU64::new(0));
+    let host = new_host(dir.path());
+    let hooks = 1_000;
+    let c2 = counter.clone();
+    host.discover([ExtensionDefinition::new("hooks", move || Ok(Hooks(hooks, c2.clone())))])
+        .unwrap();
+    rt.block_on(host.activate("hooks")).unwrap();
+
+    // The same closures, called in a plain sequential loop.
+    type Hook = Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
+    let direct: Vec<Hook> = (0..hooks)
+        .map(|_| {
+            let counter = counter.clone();
+            Arc::new(move |_: Arc<Event>| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
+            }) as Hook
+        })
+        .collect();
+
+    let mut group = c.benchmark_group("emit_1000_hooks");
+    group.sample_size(20);
+    group.bench_function("host_emit", |b| {
+        b.iter(|| {
+            let diagnostics = rt
+                .block_on(host.emit(Event::new("bench", json!({"n": 1}))))
+                .unwrap();
+            black_box(diagnostics);
+        })
+    });
+    group.bench_function("direct_loop", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let event = Arc::new(Event::new("bench", json!({"n": 1})));
+                for hook in &direct {
+                    hook(event.clone()).await.unwrap();
+                }
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, activation_of_the_nth, emit_to_hooks);
+criterion_main!(benches);
