@@ -17,5 +17,9 @@
 
 pub mod error;
 pub mod id;
+pub mod manifest;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
+pub use manifest::{
+    LoadedManifest, Manifest, ManifestBatchError, ManifestError, load_manifest_dir, parse_manifest,
+};
