@@ -911,6 +911,17 @@ fn messages_echo_only_a_short_escaped_prefix() {
     assert_eq!(error.reason(), ManifestReason::UnknownField);
     assert!(error.message().len() < 400, "{}", error.message().len());
     assert!(!error.message().contains('\u{1b}'));
+    assert_eq!(
+        error.pointer(),
+        format!("/{key}"),
+        "the pointer stays exact"
+    );
+    let text = error.to_string();
+    assert!(
+        text.len() < 800 && !text.contains('\u{1b}'),
+        "{}",
+        text.len()
+    );
 }
 
 #[test]

@@ -20,7 +20,7 @@
 //! searching the tool registry is not a cause either; only an exact call of a
 //! declared tool is.
 
-use super::dormant::split_runtime_tool_name;
+use super::dormant::{runtime_tool_name, split_runtime_tool_name};
 use super::schema::{Lifecycle, Manifest};
 
 /// The class of a manifest (M-3); see the module documentation for the rule.
@@ -196,9 +196,9 @@ pub fn triggers(manifest: &Manifest) -> Vec<Trigger> {
     if parts.tool {
         out.push(Trigger::ToolCall {
             tools: manifest
-                .dormant_tools()
-                .into_iter()
-                .map(|tool| tool.runtime_name)
+                .declared_tools()
+                .iter()
+                .filter_map(|tool| runtime_tool_name(manifest.id(), tool.name()))
                 .collect(),
         });
     }
@@ -212,9 +212,10 @@ pub fn triggers(manifest: &Manifest) -> Vec<Trigger> {
 /// event; provider selection; exact tool call; user action. A mixed
 /// manifest uses the earliest of its parts.
 pub fn earliest_trigger(manifest: &Manifest) -> Trigger {
-    let mut all = triggers(manifest);
-    all.truncate(1);
-    all.pop().unwrap_or(Trigger::Eager)
+    triggers(manifest)
+        .into_iter()
+        .next()
+        .unwrap_or(Trigger::Eager)
 }
 
 /// Whether `cause` starts `manifest`'s extension: true exactly when one of

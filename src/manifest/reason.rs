@@ -266,7 +266,13 @@ impl ManifestError {
             out.push_str(&format!(" in {}", file.display()));
         }
         if !self.pointer.is_empty() {
-            out.push_str(&format!(" at {}", self.pointer));
+            // The pointer holds input text (object keys): keep it short and
+            // free of control characters here; `pointer()` stays exact.
+            if self.pointer.len() <= 128 && !self.pointer.chars().any(char::is_control) {
+                out.push_str(&format!(" at {}", self.pointer));
+            } else {
+                out.push_str(&format!(" at {}", quote(&self.pointer)));
+            }
         }
         out.push_str(": ");
         out.push_str(&self.message);

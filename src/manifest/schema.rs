@@ -4,7 +4,9 @@
 //! (or [`Manifest::from_value`]), so it obeys every rule of M-1 and M-2;
 //! fields are private and read through accessors so that cannot be undone.
 //! `Serialize` writes the manifest back in its JSON form (without retired
-//! keys); `Deserialize` runs the full validation.
+//! keys); `Deserialize` runs the full validation of
+//! [`Manifest::from_value`] (everything but the size cap and the
+//! duplicate-key check, which need the text).
 
 use std::collections::BTreeMap;
 use std::fmt;
