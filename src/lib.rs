@@ -18,9 +18,13 @@
 pub mod core;
 pub mod error;
 pub mod id;
+pub mod manifest;
 pub mod resources;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
+pub use manifest::{
+    LoadedManifest, Manifest, ManifestBatchError, ManifestError, load_manifest_dir, parse_manifest,
+};
 pub use resources::{
     MAX_RESOURCE_TEXT_BYTES, Resource, ResourceError, ResourceLoader, ResourceRoot,
     validate_resource_path,

@@ -1,0 +1,345 @@
+//! Why a manifest was refused: [`ManifestReason`], [`ManifestError`] and
+//! [`ManifestBatchError`].
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::error::codes;
+
+/// Declares a closed enum of stable reason codes, its `as_str` /
+/// `from_code` conversions and a constant slice listing every code.
+macro_rules! reason_enum {
+    (
+        $(#[$enum_doc:meta])*
+        enum $name:ident;
+        $(#[$list_doc:meta])*
+        const $list:ident;
+        $( $(#[$doc:meta])* $variant:ident => $code:literal, )*
+    ) => {
+        $(#[$enum_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum $name {
+            $( $(#[$doc])* #[doc = concat!("\n\nReason code `", $code, "`.")] $variant, )*
+        }
+
+        impl $name {
+            /// Every variant, in the order of the documentation.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The stable reason code (`snake_case`), never reused or renamed.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $code,)*
+                }
+            }
+
+            /// The variant whose reason code is `code`, if there is one.
+            pub fn from_code(code: &str) -> Option<Self> {
+                match code {
+                    $($code => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $(#[$list_doc])*
+        pub const $list: &[&str] = &[$($code),*];
+    };
+}
+pub(crate) use reason_enum;
+
+reason_enum! {
+    /// The stable reason for refusing a manifest (M-1, M-2, M-7 and the
+    /// folder loader). Every refusal has exactly one reason; the list may grow
+    /// but a code never changes meaning.
+    enum ManifestReason;
+    /// Every manifest reason code, in the order of [`ManifestReason::ALL`].
+    const REASON_CODES;
+
+    // The document.
+    /// The text is not JSON (syntax error, lone surrogate, nesting deeper than 128).
+    InvalidJson => "invalid_json",
+    /// An object has the same key twice; JSON parsers disagree on which wins.
+    DuplicateKey => "duplicate_key",
+    /// The manifest text or file is over [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES).
+    ManifestTooLarge => "manifest_too_large",
+    /// A structural value (the document, `permissions`, `hooks`,
+    /// `dependencies`, `deferred`, `tools`, `providers`, `models` or one of
+    /// their entries) has the wrong JSON type.
+    InvalidFieldType => "invalid_field_type",
+    /// A required field is absent (or `null`).
+    MissingField => "missing_field",
+    /// An object has a field the schema does not know.
+    UnknownField => "unknown_field",
+
+    // The extension itself.
+    /// `id` is not a string or breaks ID-1.
+    InvalidExtensionId => "invalid_extension_id",
+    /// `version` is not a string of 1 to 64 bytes without control characters, or is blank.
+    InvalidExtensionVersion => "invalid_extension_version",
+    /// `displayName` breaks the display-name rule.
+    InvalidExtensionDisplayName => "invalid_extension_display_name",
+    /// `description` breaks the description rule.
+    InvalidExtensionDescription => "invalid_extension_description",
+
+    // The runtime.
+    /// `runtime` is not an object, or its `kind` is not `in-process` or `process`.
+    InvalidRuntime => "invalid_runtime",
+    /// `runtime.command` is not a string of 1 to 4,096 bytes without control
+    /// characters, or is blank.
+    InvalidRuntimeCommand => "invalid_runtime_command",
+    /// `runtime.args` is not a list of at most 256 strings, each at most
+    /// 4,096 bytes and without NUL.
+    InvalidRuntimeArguments => "invalid_runtime_arguments",
+    /// `runtime.env` is not a list of at most 256 distinct variable names
+    /// (`[A-Za-z_][A-Za-z0-9_]*`, at most 128 bytes).
+    InvalidRuntimeEnv => "invalid_runtime_env",
+
+    // Permissions, hooks, dependencies.
+    /// A permission is not a string of the closed vocabulary.
+    UnknownPermission => "unknown_permission",
+    /// A permission is listed twice.
+    DuplicatePermission => "duplicate_permission",
+    /// A hook event name is not a string or breaks ID-1.
+    InvalidHookEventName => "invalid_hook_event_name",
+    /// A hook event is subscribed twice.
+    DuplicateHookEventName => "duplicate_hook_event_name",
+    /// A dependency is not a string or breaks ID-1.
+    InvalidDependencyId => "invalid_dependency_id",
+    /// A dependency is listed twice.
+    DuplicateDependencyId => "duplicate_dependency_id",
+    /// The extension lists itself as a dependency.
+    DependencyOnSelf => "dependency_on_self",
+
+    // Declared tools (M-1).
+    /// More than 256 declared tools.
+    TooManyDeclaredTools => "too_many_declared_tools",
+    /// A declared tool name is not a string or breaks ID-1.
+    InvalidDeclaredToolName => "invalid_declared_tool_name",
+    /// Two declared tools have the same name.
+    DuplicateDeclaredToolName => "duplicate_declared_tool_name",
+    /// A declared tool description breaks the description rule.
+    InvalidDeclaredToolDescription => "invalid_declared_tool_description",
+    /// A declared input schema is not an object or is over 64 KiB serialised.
+    InvalidDeclaredToolInputSchema => "invalid_declared_tool_input_schema",
+
+    // Declared providers and models (M-1).
+    /// More than 16 declared providers.
+    TooManyDeclaredProviders => "too_many_declared_providers",
+    /// A declared provider id is not a string or breaks ID-1.
+    InvalidDeclaredProviderId => "invalid_declared_provider_id",
+    /// Two declared providers have the same id.
+    DuplicateDeclaredProviderId => "duplicate_declared_provider_id",
+    /// A provider `displayName` breaks the display-name rule.
+    InvalidProviderDisplayName => "invalid_provider_display_name",
+    /// A provider `configSchema` is not an object or is over 64 KiB serialised.
+    InvalidProviderConfigSchema => "invalid_provider_config_schema",
+    /// More than 64 models in one provider.
+    TooManyDeclaredModels => "too_many_declared_models",
+    /// A model id is not a string or breaks ID-1.
+    InvalidDeclaredModelId => "invalid_declared_model_id",
+    /// Two models of one provider have the same id.
+    DuplicateDeclaredModelId => "duplicate_declared_model_id",
+    /// A model `displayName` breaks the display-name rule.
+    InvalidModelDisplayName => "invalid_model_display_name",
+    /// Model `capabilities` is present but not an object of booleans.
+    InvalidModelCapabilities => "invalid_model_capabilities",
+    /// `deferred.lifecycle` is not `"hook"` or `"user"`.
+    InvalidLifecycle => "invalid_lifecycle",
+
+    // Permissions and lifecycle (M-2).
+    /// Declared tools without the `tools.register` permission.
+    DeferredToolsRequireToolsRegisterPermission => "deferred_tools_require_tools_register_permission",
+    /// Declared providers without the `providers.register` permission.
+    DeferredProvidersRequireProvidersRegisterPermission => "deferred_providers_require_providers_register_permission",
+    /// Hook subscriptions without the `hooks.subscribe` permission.
+    HookSubscriptionsRequireHooksSubscribePermission => "hook_subscriptions_require_hooks_subscribe_permission",
+    /// Lifecycle `hook` without any hook subscription.
+    HookLifecycleRequiresHookSubscriptions => "hook_lifecycle_requires_hook_subscriptions",
+    /// Lifecycle `user` together with declared tools or providers.
+    UserLifecycleConflictsWithActiveCapabilities => "user_lifecycle_conflicts_with_active_capabilities",
+
+    // The folder loader.
+    /// The manifest file or the folder could not be read (or is not a
+    /// regular file / directory).
+    ManifestIoError => "manifest_io_error",
+    /// The manifest file is not valid UTF-8.
+    ManifestInvalidUtf8 => "manifest_invalid_utf8",
+    /// An extension folder has no `extension.json`.
+    ManifestMissing => "manifest_missing",
+    /// A `*.json` file lies directly in the extensions folder instead of in
+    /// an extension folder.
+    MisplacedManifestFile => "misplaced_manifest_file",
+    /// Two manifests of one batch have the same extension id.
+    DuplicateExtensionId => "duplicate_extension_id",
+}
+
+/// A refused manifest: stable code `MANIFEST_INVALID`, one
+/// [`ManifestReason`], the JSON pointer of the offending value (`""` for the
+/// whole document), a human message and, when it came from a file, the path.
+///
+/// Messages never echo more than a short, escaped prefix of the input.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}", self.render())]
+pub struct ManifestError {
+    reason: ManifestReason,
+    pointer: String,
+    message: String,
+    file: Option<PathBuf>,
+    extension_id: Option<String>,
+}
+
+impl ManifestError {
+    pub(crate) fn new(
+        reason: ManifestReason,
+        pointer: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ManifestError {
+            reason,
+            pointer: pointer.into(),
+            message: message.into(),
+            file: None,
+            extension_id: None,
+        }
+    }
+
+    pub(crate) fn with_file(mut self, file: &Path) -> Self {
+        self.file = Some(file.to_path_buf());
+        self
+    }
+
+    pub(crate) fn with_extension_id(mut self, id: Option<&str>) -> Self {
+        if self.extension_id.is_none() {
+            self.extension_id = id.map(str::to_owned);
+        }
+        self
+    }
+
+    /// The stable error code: always `MANIFEST_INVALID`.
+    pub fn code(&self) -> &'static str {
+        codes::MANIFEST_INVALID
+    }
+
+    /// Why the manifest was refused.
+    pub fn reason(&self) -> ManifestReason {
+        self.reason
+    }
+
+    /// The reason code as a string (`self.reason().as_str()`).
+    pub fn reason_code(&self) -> &'static str {
+        self.reason.as_str()
+    }
+
+    /// The JSON pointer (RFC 6901) of the offending value, such as
+    /// `/deferred/tools/3/name`; `""` names the whole document.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+
+    /// The human explanation (not stable; match on [`reason`](Self::reason)).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The manifest file, when the manifest was loaded from one.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// The extension id, when the manifest had a valid one.
+    pub fn extension_id(&self) -> Option<&str> {
+        self.extension_id.as_deref()
+    }
+
+    fn render(&self) -> String {
+        let mut out = format!("manifest invalid ({})", self.reason);
+        if let Some(file) = &self.file {
+            out.push_str(&format!(" in {}", file.display()));
+        }
+        if !self.pointer.is_empty() {
+            // The pointer holds input text (object keys): keep it short and
+            // free of control characters here; `pointer()` stays exact.
+            if self.pointer.len() <= 128 && !self.pointer.chars().any(char::is_control) {
+                out.push_str(&format!(" at {}", self.pointer));
+            } else {
+                out.push_str(&format!(" at {}", quote(&self.pointer)));
+            }
+        }
+        out.push_str(": ");
+        out.push_str(&self.message);
+        out
+    }
+}
+
+/// A refused folder of manifests (all-or-nothing): every problem found,
+/// in folder order, each a [`ManifestError`] naming its file.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}", self.render())]
+pub struct ManifestBatchError {
+    directory: PathBuf,
+    errors: Vec<ManifestError>,
+}
+
+impl ManifestBatchError {
+    pub(crate) fn new(directory: &Path, errors: Vec<ManifestError>) -> Self {
+        ManifestBatchError {
+            directory: directory.to_path_buf(),
+            errors,
+        }
+    }
+
+    /// The stable error code: always `MANIFEST_INVALID`.
+    pub fn code(&self) -> &'static str {
+        codes::MANIFEST_INVALID
+    }
+
+    /// The folder that was refused.
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    /// Every problem, in folder order (never empty).
+    pub fn errors(&self) -> &[ManifestError] {
+        &self.errors
+    }
+
+    /// Every problem, by value.
+    pub fn into_errors(self) -> Vec<ManifestError> {
+        self.errors
+    }
+
+    fn render(&self) -> String {
+        let mut out = format!(
+            "{} manifest problem(s) in {}; nothing was loaded",
+            self.errors.len(),
+            self.directory.display()
+        );
+        for error in &self.errors {
+            out.push_str("; ");
+            out.push_str(&error.to_string());
+        }
+        out
+    }
+}
+
+/// A short, escaped rendering of input text for messages: at most 64
+/// characters, control characters escaped, quoted.
+pub(crate) fn quote(text: &str) -> String {
+    const LIMIT: usize = 64;
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(LIMIT).collect();
+    if chars.next().is_some() {
+        format!("{head:?}... ({} bytes)", text.len())
+    } else {
+        format!("{head:?}")
+    }
+}

@@ -1,0 +1,398 @@
+//! The validated manifest types.
+//!
+//! Every value of these types came out of [`parse_manifest`](super::parse_manifest)
+//! (or [`Manifest::from_value`]), so it obeys every rule of M-1 and M-2;
+//! fields are private and read through accessors so that cannot be undone.
+//! `Serialize` writes the manifest back in its JSON form (without retired
+//! keys); `Deserialize` runs the full validation of
+//! [`Manifest::from_value`] (everything but the size cap and the
+//! duplicate-key check, which need the text).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::digest::SchemaDigest;
+
+/// A validated extension manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub(crate) id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<String>,
+    pub(crate) runtime: Runtime,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) permissions: Vec<Permission>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) hooks: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) dependencies: Vec<String>,
+    #[serde(skip_serializing_if = "Deferred::is_empty")]
+    pub(crate) deferred: Deferred,
+}
+
+impl Manifest {
+    /// The extension id (ID-1).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The free-form version string, if given.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// The human name, if given.
+    pub fn display_name(&self) -> Option<&str> {
+        self.display_name.as_deref()
+    }
+
+    /// The human description, if given.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// How the extension runs.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The granted permissions in manifest order, retired ones left out.
+    pub fn permissions(&self) -> &[Permission] {
+        &self.permissions
+    }
+
+    /// Whether `permission` is granted.
+    pub fn has_permission(&self, permission: Permission) -> bool {
+        self.permissions.contains(&permission)
+    }
+
+    /// The subscribed hook event names, in manifest order.
+    pub fn hooks(&self) -> &[String] {
+        &self.hooks
+    }
+
+    /// The ids of the extensions this one depends on, in manifest order.
+    pub fn dependencies(&self) -> &[String] {
+        &self.dependencies
+    }
+
+    /// The declared tools (`deferred.tools`), in manifest order.
+    pub fn declared_tools(&self) -> &[DeclaredTool] {
+        &self.deferred.tools
+    }
+
+    /// The declared providers (`deferred.providers`), in manifest order.
+    pub fn declared_providers(&self) -> &[DeclaredProvider] {
+        &self.deferred.providers
+    }
+
+    /// The lifecycle hint (`deferred.lifecycle`), if given.
+    pub fn lifecycle(&self) -> Option<Lifecycle> {
+        self.deferred.lifecycle
+    }
+
+    /// Whether the manifest declares any tool or provider. Exactly these
+    /// manifests are subject to the declaration match of M-5 at activation.
+    pub fn has_declarations(&self) -> bool {
+        !self.deferred.tools.is_empty() || !self.deferred.providers.is_empty()
+    }
+}
+
+impl<'de> Deserialize<'de> for Manifest {
+    /// Deserialises through [`Manifest::from_value`], so every rule applies
+    /// (notices are logged and dropped; the error text carries the reason
+    /// code).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Manifest::from_value(value)
+            .map(|(manifest, _notices)| manifest)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The `deferred` block, normalised (retired keys dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct Deferred {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tools: Vec<DeclaredTool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) providers: Vec<DeclaredProvider>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lifecycle: Option<Lifecycle>,
+}
+
+impl Deferred {
+    fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.providers.is_empty() && self.lifecycle.is_none()
+    }
+}
+
+/// How an extension runs: `{"kind":"in-process"}` or
+/// `{"kind":"process","command":"node","args":["server.js"],"env":["PATH"]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Runtime {
+    /// Code linked into the host, found by extension id.
+    InProcess,
+    /// A child program speaking the Model Context Protocol over stdio (P-1).
+    Process(ProcessRuntime),
+}
+
+/// The child program of a `process` runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessRuntime {
+    pub(crate) command: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) args: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) env: Vec<String>,
+}
+
+impl ProcessRuntime {
+    /// The program to run (resolved by the process runtime, relative to the
+    /// extension's folder when it contains a `/`).
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Its arguments, in order.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// The names of the host environment variables passed through to the
+    /// otherwise cleared environment of the child, in manifest order.
+    pub fn env(&self) -> &[String] {
+        &self.env
+    }
+}
+
+/// A permission of the closed vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Permission {
+    /// `tools.register`: may register tools; required to declare tools.
+    #[serde(rename = "tools.register")]
+    ToolsRegister,
+    /// `providers.register`: may contribute model providers; required to
+    /// declare providers.
+    #[serde(rename = "providers.register")]
+    ProvidersRegister,
+    /// `hooks.subscribe`: may subscribe to host events; required to list
+    /// `hooks`.
+    #[serde(rename = "hooks.subscribe")]
+    HooksSubscribe,
+}
+
+impl Permission {
+    /// Every permission of the vocabulary.
+    pub const ALL: &'static [Permission] = &[
+        Permission::ToolsRegister,
+        Permission::ProvidersRegister,
+        Permission::HooksSubscribe,
+    ];
+
+    /// The retired permission, accepted and ignored with a notice (M-7).
+    pub const RETIRED_CONTEXT_PROVIDERS_REGISTER: &'static str = "context_providers.register";
+
+    /// The name used in manifests.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Permission::ToolsRegister => "tools.register",
+            Permission::ProvidersRegister => "providers.register",
+            Permission::HooksSubscribe => "hooks.subscribe",
+        }
+    }
+
+    /// The permission with this manifest name, if it is in the vocabulary.
+    pub fn from_name(name: &str) -> Option<Permission> {
+        Permission::ALL
+            .iter()
+            .copied()
+            .find(|permission| permission.as_str() == name)
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The lifecycle hint of the `deferred` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lifecycle {
+    /// `hook`: start at the first subscribed hook event.
+    Hook,
+    /// `user`: start on an explicit user action (a UI sidecar).
+    User,
+}
+
+impl Lifecycle {
+    /// The name used in manifests.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Hook => "hook",
+            Lifecycle::User => "user",
+        }
+    }
+}
+
+/// A declared tool (`deferred.tools[i]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeclaredTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) input_schema: Value,
+    #[serde(skip)]
+    pub(crate) schema_digest: SchemaDigest,
+}
+
+impl DeclaredTool {
+    /// The tool's own name (ID-1), without the extension prefix.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The description, 1 to 1,024 bytes, not blank.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The input schema, a JSON object of at most 64 KiB serialised.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// The digest of [`input_schema`](Self::input_schema).
+    pub fn schema_digest(&self) -> SchemaDigest {
+        self.schema_digest
+    }
+}
+
+/// A declared model provider (`deferred.providers[i]`). Providers are
+/// declarative only: the host has no provider registration call, so there is
+/// nothing to match them against at activation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeclaredProvider {
+    pub(crate) id: String,
+    pub(crate) display_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) config_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) models: Vec<DeclaredModel>,
+}
+
+impl DeclaredProvider {
+    /// The provider id (ID-1).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The human name.
+    pub fn display_name(&self) -> &str {
+        &self.display_name
+    }
+
+    /// The configuration schema (a JSON object), if given.
+    pub fn config_schema(&self) -> Option<&Value> {
+        self.config_schema.as_ref()
+    }
+
+    /// The declared models, in manifest order.
+    pub fn models(&self) -> &[DeclaredModel] {
+        &self.models
+    }
+}
+
+/// A declared model of a provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeclaredModel {
+    pub(crate) id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) capabilities: Option<BTreeMap<String, bool>>,
+}
+
+impl DeclaredModel {
+    /// The model id (ID-1), unique within its provider.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The human name, if given.
+    pub fn display_name(&self) -> Option<&str> {
+        self.display_name.as_deref()
+    }
+
+    /// The capability flags, if given (`{"vision": true, ...}`).
+    pub fn capabilities(&self) -> Option<&BTreeMap<String, bool>> {
+        self.capabilities.as_ref()
+    }
+
+    /// Whether the capability `name` is present and `true`.
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities
+            .as_ref()
+            .is_some_and(|capabilities| capabilities.get(name) == Some(&true))
+    }
+}
+
+/// A retired manifest key (M-7): accepted, ignored, reported by a [`Notice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RetiredKey {
+    /// The `deferred.context_providers` block (any JSON).
+    DeferredContextProviders,
+    /// The `context_providers.register` permission.
+    ContextProvidersRegisterPermission,
+}
+
+/// The one-line notice that a retired key was accepted and ignored (M-7).
+/// Also emitted through `tracing::info!`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub(crate) key: RetiredKey,
+    pub(crate) pointer: String,
+}
+
+impl Notice {
+    /// Which retired key was found.
+    pub fn key(&self) -> RetiredKey {
+        self.key
+    }
+
+    /// Where it was found (its first occurrence), as a JSON pointer.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.key {
+            RetiredKey::DeferredContextProviders => write!(
+                f,
+                "retired manifest key at {} ignored: context providers are no longer supported",
+                self.pointer
+            ),
+            RetiredKey::ContextProvidersRegisterPermission => write!(
+                f,
+                "retired permission \"context_providers.register\" at {} ignored: context providers are no longer supported",
+                self.pointer
+            ),
+        }
+    }
+}
