@@ -543,7 +543,7 @@ fn declaration_checks_name_each_kind_of_mismatch() {
     );
     assert_eq!(
         reason(vec![spec("a"), spec("b"), spec("b")]),
-        "registered_tool_count_mismatch"
+        "duplicate_registered_tool"
     );
     assert_eq!(
         reason(vec![spec("a"), ToolSpec::new("b", "other", "digest")]),

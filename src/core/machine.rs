@@ -638,11 +638,30 @@ impl HostCore {
             scratch = self.registry.clone();
             &mut scratch
         };
-        candidate.remove_owned(&owner, true);
+        // Swap the dormant descriptors out by name: O(k log n), never a
+        // scan of the registry, so the Nth activation costs what the first
+        // did.
+        for declared in meta.declared_tools.iter().flatten() {
+            let name = meta.runtime_tool_name(&declared.name);
+            if candidate
+                .get(&name)
+                .is_some_and(|e| e.owner == owner && e.binding == Binding::Dormant)
+            {
+                candidate.remove(&name);
+            }
+        }
         if already_live {
             // Under the publish-before-validate bug the staged tools are
             // already live; take them out so the batch can be re-added.
-            candidate.remove_owned(&owner, false);
+            for (tool, spec) in &staged.tools {
+                let name = meta.runtime_tool_name(&spec.name);
+                if candidate
+                    .get(&name)
+                    .is_some_and(|e| e.binding == Binding::Live(*tool))
+                {
+                    candidate.remove(&name);
+                }
+            }
         }
         for (tool, spec) in &staged.tools {
             let runtime = ToolSpec {
@@ -1012,9 +1031,18 @@ fn validate_meta(
 }
 
 /// M-5: what an extension registers must equal what it declared: same
-/// count, names, descriptions and schema digests. Checked in this order:
-/// each declared tool is registered, nothing undeclared is registered, then
-/// per tool the description and the digest.
+/// count, names, descriptions and schema digests. The first failure is
+/// returned, checked in this order: a registered tool that is not declared
+/// (`undeclared_tool_registered`, registration order); a name registered twice
+/// (`duplicate_registered_tool`); a declared tool not registered
+/// (`declared_tool_not_registered`, declaration order); then per declared tool,
+/// in declaration order, its description
+/// (`registered_tool_description_mismatch`) and its schema digest
+/// (`registered_tool_schema_digest_mismatch`). After the first three checks
+/// both lists hold the same names once each, so the counts are equal.
+///
+/// This is the one implementation of the rule: the manifest module's
+/// `match_tool_declarations` delegates here.
 pub fn check_declarations(
     declared: &[ToolSpec],
     registered: &[(super::ToolRef, ToolSpec)],
@@ -1023,30 +1051,28 @@ pub fn check_declarations(
         reason,
         tool: tool.to_owned(),
     };
-    for d in declared {
-        if !registered.iter().any(|(_, r)| r.name == d.name) {
-            return Err(mismatch("declared_tool_not_registered", &d.name));
-        }
+    let declared_by_name: BTreeMap<&str, &ToolSpec> =
+        declared.iter().map(|d| (d.name.as_str(), d)).collect();
+    if let Some((_, r)) = registered
+        .iter()
+        .find(|(_, r)| !declared_by_name.contains_key(r.name.as_str()))
+    {
+        return Err(mismatch("undeclared_tool_registered", &r.name));
     }
+    let mut registered_by_name: BTreeMap<&str, &ToolSpec> = BTreeMap::new();
     for (_, r) in registered {
-        if !declared.iter().any(|d| d.name == r.name) {
-            return Err(mismatch("undeclared_tool_registered", &r.name));
+        if registered_by_name.insert(r.name.as_str(), r).is_some() {
+            return Err(mismatch("duplicate_registered_tool", &r.name));
         }
     }
-    if registered.len() != declared.len() {
-        let dup = registered
-            .iter()
-            .enumerate()
-            .find(|(i, (_, r))| registered[..*i].iter().any(|(_, p)| p.name == r.name))
-            .map(|(_, (_, r))| r.name.clone())
-            .unwrap_or_default();
-        return Err(mismatch("registered_tool_count_mismatch", &dup));
+    if let Some(d) = declared
+        .iter()
+        .find(|d| !registered_by_name.contains_key(d.name.as_str()))
+    {
+        return Err(mismatch("declared_tool_not_registered", &d.name));
     }
     for d in declared {
-        let (_, r) = registered
-            .iter()
-            .find(|(_, r)| r.name == d.name)
-            .expect("checked above");
+        let r = registered_by_name[d.name.as_str()];
         if r.description != d.description {
             return Err(mismatch("registered_tool_description_mismatch", &d.name));
         }

@@ -118,50 +118,8 @@ impl ToolDescriptor {
         ToolSpec::new(
             self.name.clone(),
             self.description.clone(),
-            schema_digest(&self.input_schema),
+            crate::manifest::schema_digest(&self.input_schema).to_hex(),
         )
-    }
-}
-
-/// SHA-256 of the schema serialised with sorted keys and no insignificant
-/// whitespace, as lowercase hex (M-5).
-pub fn schema_digest(schema: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let mut canonical = String::new();
-    write_canonical(schema, &mut canonical);
-    Sha256::digest(canonical.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*key).clone()).to_string());
-                out.push(':');
-                write_canonical(&map[*key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -263,14 +221,15 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn digest_ignores_key_order_and_whitespace() {
-        let a: Value = serde_json::from_str(r#"{"b": [1, {"y":1,"x":2}], "a": "s"}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#).unwrap();
-        assert_eq!(schema_digest(&a), schema_digest(&b));
-        assert_ne!(schema_digest(&a), schema_digest(&json!({"a": "t"})));
+    fn a_descriptor_spec_carries_the_canonical_schema_digest() {
+        let a = ToolDescriptor::new("t", "d", serde_json::from_str(r#"{"b":1, "a":2}"#).unwrap());
+        let b = ToolDescriptor::new("t", "d", json!({"a": 2, "b": 1}));
+        assert_eq!(a.spec(), b.spec());
         // Known answer: sha256 of the bytes {"a":1}.
         assert_eq!(
-            schema_digest(&json!({"a": 1})),
+            ToolDescriptor::new("t", "d", json!({"a": 1}))
+                .spec()
+                .schema_digest,
             "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
         );
     }

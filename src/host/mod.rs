@@ -29,7 +29,6 @@ pub use context::ActivationContext;
 pub use error::{Diagnostics, HostError};
 pub use extension::{
     BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError, Tool, ToolDescriptor,
-    schema_digest,
 };
 pub use snapshot::{ToolInfo, ToolSnapshot};
 

@@ -21,14 +21,13 @@
 //! Providers are declarative only: the host offers no provider registration,
 //! so there is nothing to match them against.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 use thiserror::Error;
 
 use super::digest::SchemaDigest;
 use super::reason::{quote, reason_enum};
 use super::schema::{DeclaredTool, Manifest};
+use crate::core::{ToolRef, ToolSpec, check_declarations};
 use crate::error::codes;
 
 reason_enum! {
@@ -152,78 +151,67 @@ pub fn match_tool_declarations(
     declared: &[DeclaredTool],
     registered: &[RegisteredTool<'_>],
 ) -> Result<(), DeclarationMismatch> {
-    let by_name: HashMap<&str, &DeclaredTool> =
-        declared.iter().map(|tool| (tool.name(), tool)).collect();
-
-    if let Some(tool) = registered
+    let declared_specs: Vec<ToolSpec> = declared
         .iter()
-        .find(|tool| !by_name.contains_key(tool.name))
-    {
-        return Err(DeclarationMismatch::new(
+        .map(|t| ToolSpec::new(t.name(), t.description(), t.schema_digest().to_hex()))
+        .collect();
+    let registered_specs: Vec<(ToolRef, ToolSpec)> = registered
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let spec = ToolSpec::new(t.name, t.description, t.schema.digest().to_hex());
+            (ToolRef(i as u64), spec)
+        })
+        .collect();
+    let Err(found) = check_declarations(&declared_specs, &registered_specs) else {
+        return Ok(());
+    };
+    let name = found.tool.as_str();
+    let declared_tool = declared.iter().find(|t| t.name() == name);
+    let registered_tool = registered.iter().find(|t| t.name == name);
+    let (reason, message) = match found.reason {
+        "undeclared_tool_registered" => (
             MismatchReason::UndeclaredToolRegistered,
-            tool.name,
             format!(
                 "the extension registered {} but its manifest does not declare it",
-                quote(tool.name)
+                quote(name)
             ),
-        ));
-    }
-
-    let mut registered_by_name: HashMap<&str, &RegisteredTool<'_>> =
-        HashMap::with_capacity(registered.len());
-    for tool in registered {
-        if registered_by_name.insert(tool.name, tool).is_some() {
-            return Err(DeclarationMismatch::new(
-                MismatchReason::DuplicateRegisteredTool,
-                tool.name,
-                format!("the extension registered {} twice", quote(tool.name)),
-            ));
+        ),
+        "duplicate_registered_tool" => (
+            MismatchReason::DuplicateRegisteredTool,
+            format!("the extension registered {} twice", quote(name)),
+        ),
+        "declared_tool_not_registered" => {
+            let missing = declared
+                .iter()
+                .filter(|d| !registered.iter().any(|r| r.name == d.name()))
+                .count();
+            (
+                MismatchReason::DeclaredToolNotRegistered,
+                format!(
+                    "the manifest declares {} but the extension did not register it ({missing} declared tool(s) missing)",
+                    quote(name)
+                ),
+            )
         }
-    }
-
-    let mut missing = declared
-        .iter()
-        .filter(|tool| !registered_by_name.contains_key(tool.name()));
-    if let Some(tool) = missing.next() {
-        let count = 1 + missing.count();
-        return Err(DeclarationMismatch::new(
-            MismatchReason::DeclaredToolNotRegistered,
-            tool.name(),
+        "registered_tool_description_mismatch" => (
+            MismatchReason::RegisteredToolDescriptionMismatch,
             format!(
-                "the manifest declares {} but the extension did not register it ({count} declared tool(s) missing)",
-                quote(tool.name())
+                "registered description {} differs from the declared {}",
+                quote(registered_tool.map_or("", |t| t.description)),
+                quote(declared_tool.map_or("", |t| t.description()))
             ),
-        ));
-    }
-
-    for tool in declared {
-        let Some(actual) = registered_by_name.get(tool.name()) else {
-            continue;
-        };
-        if actual.description != tool.description() {
-            return Err(DeclarationMismatch::new(
-                MismatchReason::RegisteredToolDescriptionMismatch,
-                tool.name(),
-                format!(
-                    "registered description {} differs from the declared {}",
-                    quote(actual.description),
-                    quote(tool.description())
-                ),
-            ));
-        }
-        let digest = actual.schema.digest();
-        if digest != tool.schema_digest() {
-            return Err(DeclarationMismatch::new(
-                MismatchReason::RegisteredToolSchemaDigestMismatch,
-                tool.name(),
-                format!(
-                    "registered input schema digest {digest} differs from the declared {}",
-                    tool.schema_digest()
-                ),
-            ));
-        }
-    }
-    Ok(())
+        ),
+        _ => (
+            MismatchReason::RegisteredToolSchemaDigestMismatch,
+            format!(
+                "registered input schema digest {} differs from the declared {}",
+                registered_tool.map_or_else(String::new, |t| t.schema.digest().to_hex()),
+                declared_tool.map_or_else(String::new, |t| t.schema_digest().to_hex())
+            ),
+        ),
+    };
+    Err(DeclarationMismatch::new(reason, name, message))
 }
 
 impl Manifest {
