@@ -288,6 +288,7 @@ impl HostCore {
             } => Ok(self.register(context, registration)),
             Input::ActivateReturned { context, result } => self.activate_returned(context, result),
             Input::HookFinished { op, result } => self.hook_finished(op, result),
+            Input::HooksFinished { op, results } => self.hooks_finished(op, results),
             Input::CleanupFinished { op, result } => self.cleanup_finished(op, result),
         }
     }
@@ -799,11 +800,10 @@ impl HostCore {
         vec![Effect::RunHook { op, hook: first }]
     }
 
-    fn hook_finished(
-        &mut self,
-        op: OpId,
-        result: Result<(), Failure>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    /// One hook finished: record a failure as a diagnostic and say whether
+    /// another hook follows. This is the only place the emit protocol
+    /// advances; `HookFinished` and `HooksFinished` both go through it.
+    fn hook_step(&mut self, op: OpId, result: Result<(), Failure>) -> Result<bool, ProtocolError> {
         let stop_on_failure = self.mutant(MutantName::HookFailureStopsLater);
         let Some(Running::Emit {
             op: running,
@@ -819,24 +819,81 @@ impl HostCore {
         if *running != op {
             return Err(ProtocolError(format!("{op} is not the running emit")));
         }
-        let hook = hooks[*next].clone();
         let failed = result.is_err();
         if let Err(failure) = result {
+            let hook = &hooks[*next];
             diagnostics.push(HookDiagnostic {
-                extension_id: hook.extension,
+                extension_id: hook.extension.clone(),
                 hook_index: hook.index,
                 message: failure.to_string(),
             });
         }
         *next += 1;
-        if *next < hooks.len() && !(failed && stop_on_failure) {
-            return Ok(vec![Effect::RunHook {
-                op,
-                hook: hooks[*next].clone(),
-            }]);
+        Ok(*next < hooks.len() && !(failed && stop_on_failure))
+    }
+
+    fn finish_emit(&mut self, op: OpId) -> Effect {
+        let diagnostics = match &mut self.running {
+            Some(Running::Emit { diagnostics, .. }) => std::mem::take(diagnostics),
+            _ => Vec::new(),
+        };
+        self.settle(op, OpOutcome::Emitted { diagnostics })
+    }
+
+    fn hook_finished(
+        &mut self,
+        op: OpId,
+        result: Result<(), Failure>,
+    ) -> Result<Vec<Effect>, ProtocolError> {
+        if !self.hook_step(op, result)? {
+            return Ok(vec![self.finish_emit(op)]);
         }
-        let diagnostics = std::mem::take(diagnostics);
-        Ok(vec![self.settle(op, OpOutcome::Emitted { diagnostics })])
+        let Some(Running::Emit { hooks, next, .. }) = &self.running else {
+            unreachable!("hook_step checked the running emit")
+        };
+        Ok(vec![Effect::RunHook {
+            op,
+            hook: hooks[*next].clone(),
+        }])
+    }
+
+    /// The results of every remaining hook of the running emit, in order:
+    /// exactly `HookFinished` applied once per result.
+    fn hooks_finished(
+        &mut self,
+        op: OpId,
+        results: Vec<Result<(), Failure>>,
+    ) -> Result<Vec<Effect>, ProtocolError> {
+        match &self.running {
+            Some(Running::Emit {
+                op: running,
+                hooks,
+                next,
+                ..
+            }) if *running == op && results.len() == hooks.len() - next => {}
+            _ => {
+                return Err(ProtocolError(format!(
+                    "{op} is not an emit waiting for {} hook results",
+                    results.len()
+                )));
+            }
+        }
+        for result in results {
+            if !self.hook_step(op, result)? {
+                break;
+            }
+        }
+        Ok(vec![self.finish_emit(op)])
+    }
+
+    /// The hooks the running emit `op` delivers to, in order.
+    pub fn emit_hooks(&self, op: OpId) -> Option<&VectorSync<LiveHook>> {
+        match &self.running {
+            Some(Running::Emit {
+                op: running, hooks, ..
+            }) if *running == op => Some(hooks),
+            _ => None,
+        }
     }
 
     fn begin_dispose(&mut self, op: OpId) -> Vec<Effect> {

@@ -126,6 +126,16 @@ pub enum Input {
         /// Its result.
         result: Result<(), Failure>,
     },
+    /// Every hook of the running emit, from the one the core asked for to
+    /// the last, finished with these results, in delivery order. Exactly
+    /// the same as one `HookFinished` per result; it lets the shell run a
+    /// long list of hooks without a round trip through the core per hook.
+    HooksFinished {
+        /// The emit operation.
+        op: OpId,
+        /// One result per remaining hook.
+        results: Vec<Result<(), Failure>>,
+    },
     /// The cleanup step the core asked for finished.
     CleanupFinished {
         /// The operation (activation rollback or dispose).

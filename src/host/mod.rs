@@ -16,6 +16,7 @@ mod extension;
 mod snapshot;
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -47,6 +48,25 @@ use crate::queue::SerialQueue;
 use crate::resources::ResourceLoader;
 
 static NEXT_HOST_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Handles are unique counters the core hands out, so they hash as
+/// themselves.
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
 
 /// How to build a host.
 #[derive(Clone)]
@@ -204,10 +224,14 @@ pub(crate) struct Shell {
     tokens: HashMap<ContextId, CancellationToken>,
     tools: HashTrieMapSync<ToolRef, Arc<ToolHandler>>,
     declared: HashTrieMapSync<String, Arc<ToolDescriptor>>,
-    hooks: HashMap<HookRef, HookFn>,
+    hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
     disposers: HashMap<DisposerRef, DisposerFn>,
     publish_pending: bool,
     withdrawn: HashSet<OpId>,
+    /// Bumped at every publication: the live hooks can only change then.
+    generation: u64,
+    /// The live hooks' handlers, resolved once per generation.
+    hook_handlers: Option<(u64, Arc<[Option<HookFn>]>)>,
 }
 
 impl Shell {
@@ -221,7 +245,10 @@ impl Shell {
         let mut rest = Vec::with_capacity(effects.len());
         for effect in effects {
             match effect {
-                Effect::Publish => self.publish_pending = true,
+                Effect::Publish => {
+                    self.publish_pending = true;
+                    self.generation += 1;
+                }
                 Effect::Cancel { context } => {
                     if let Some(token) = self.tokens.get(&context) {
                         token.cancel();
@@ -248,6 +275,7 @@ impl Shell {
                     }
                 }
                 Effect::ForgetAll => {
+                    self.hook_handlers = None;
                     self.instances.clear();
                     self.tokens.clear();
                     self.tools = HashTrieMapSync::new_sync();
@@ -263,6 +291,23 @@ impl Shell {
             }
         }
         rest
+    }
+
+    /// The handlers of the hooks emit `op` delivers to, in order; resolved
+    /// once per publication, so an emit costs no lookups per hook.
+    fn hook_handlers(&mut self, op: OpId) -> Arc<[Option<HookFn>]> {
+        if let Some((generation, handlers)) = &self.hook_handlers
+            && *generation == self.generation
+        {
+            return handlers.clone();
+        }
+        let hooks = self.core.emit_hooks(op).expect("the emit is running");
+        let handlers: Arc<[Option<HookFn>]> = hooks
+            .iter()
+            .map(|h| self.hooks.get(&h.hook).cloned())
+            .collect();
+        self.hook_handlers = Some((self.generation, handlers.clone()));
+        handlers
     }
 
     fn snapshot(&self) -> ToolSnapshot {
@@ -364,14 +409,20 @@ impl Inner {
                 Effect::RunActivate { extension, context } => {
                     self.run_activate(extension, context).await
                 }
-                Effect::RunHook { op, hook } => {
-                    let f = self.lock().hooks.get(&hook.hook).cloned();
+                Effect::RunHook { op, .. } => {
                     let event = event.clone().expect("an emit carries its event");
-                    let result = match f {
-                        Some(f) => contain(|| f(event)).await,
-                        None => Err(Failure::error("hook handler missing")),
-                    };
-                    Input::HookFinished { op, result }
+                    let handlers = self.lock().hook_handlers(op);
+                    // Every hook runs, one after another, whatever the
+                    // earlier ones did (H-10); the core gets the results in
+                    // one input.
+                    let mut results = Vec::with_capacity(handlers.len());
+                    for handler in handlers.iter() {
+                        results.push(match handler {
+                            Some(f) => contain(|| f(event.clone())).await,
+                            None => Err(Failure::error("hook handler missing")),
+                        });
+                    }
+                    Input::HooksFinished { op, results }
                 }
                 Effect::RunCleanup { op, step } => {
                     let result = self.run_cleanup(step.context, step.kind).await;
@@ -519,10 +570,12 @@ impl ExtensionHost {
             tokens: HashMap::new(),
             tools,
             declared: HashTrieMapSync::new_sync(),
-            hooks: HashMap::new(),
+            hooks: HashMap::default(),
             disposers: HashMap::new(),
             publish_pending: false,
             withdrawn: HashSet::new(),
+            generation: 0,
+            hook_handlers: None,
         };
         let published = Published::new(shell.snapshot());
         Ok(Self {
