@@ -17,5 +17,10 @@
 
 pub mod error;
 pub mod id;
+pub mod publication;
+pub mod queue;
+mod sync;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
+pub use publication::Published;
+pub use queue::{QueueClosed, SerialQueue, Ticket, Turn};
