@@ -4,9 +4,21 @@
 //! Each scenario is the body of a loom model: it builds its threads from the
 //! queue it is given and asserts its property with a marker from
 //! [`harness`](crate::harness).
+//!
+//! Liveness is checked without blocking. A thread blocked for ever would make
+//! loom report a deadlock while loom objects (the queue, `block_on`'s
+//! notifier) are still alive on its stack, and loom 0.7 aborts the whole test
+//! binary when it unwinds them. So [`dropped_waiter`] and
+//! [`cancelled_while_running`] poll their last ticket with a waker that
+//! records its wake-up and, once every earlier operation has ended, assert it
+//! was granted *and* woken; they never wait for it. The callers that do wait
+//! with `block_on` (in [`mutual_exclusion`], [`fifo`],
+//! [`dispose_behind_activation`], and the cancelled operation of
+//! [`cancelled_while_running`], which waits at most behind a ticket that is
+//! released at once) are run only against mutants that cannot leave them
+//! blocked.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -162,10 +174,8 @@ pub fn fifo<Q: QueueUnderTest>(queue: Q, operations: usize) {
     assert_idle(&queue);
 }
 
-/// A waker that records whether it was woken, for liveness checks that
-/// must not block: a thread blocked for ever would make loom report a
-/// deadlock while loom objects are still alive on its stack, and loom 0.7
-/// aborts the whole test binary when it unwinds them.
+/// A waker that records whether it was woken, for liveness checks that must
+/// not block (see the module documentation).
 #[derive(Default)]
 struct WakeFlag(std::sync::atomic::AtomicBool);
 
@@ -496,14 +506,6 @@ pub struct MutantTicket {
     /// `None` once resolved.
     queue: Option<MutantQueue>,
     number: u64,
-}
-
-impl Debug for MutantTicket {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MutantTicket")
-            .field("number", &self.number)
-            .finish()
-    }
 }
 
 impl Future for MutantTicket {
