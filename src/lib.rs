@@ -18,13 +18,20 @@
 pub mod core;
 pub mod error;
 pub mod id;
+#[cfg(not(exthost_loom))]
+pub mod host;
 pub mod manifest;
+pub mod publication;
+pub mod queue;
 pub mod resources;
+mod sync;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
 pub use manifest::{
     LoadedManifest, Manifest, ManifestBatchError, ManifestError, load_manifest_dir, parse_manifest,
 };
+pub use publication::Published;
+pub use queue::{QueueClosed, SerialQueue, Ticket, Turn};
 pub use resources::{
     MAX_RESOURCE_TEXT_BYTES, Resource, ResourceError, ResourceLoader, ResourceRoot,
     validate_resource_path,

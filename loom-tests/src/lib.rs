@@ -1,0 +1,32 @@
+//! Loom model-checking suites for exthost's shell primitives.
+//!
+//! Everything here exists only under `--cfg exthost_loom`, which also switches
+//! exthost's `sync` shim to `loom::sync`, so the suites check the very
+//! [`SerialQueue`](exthost::SerialQueue) and [`Published`](exthost::Published)
+//! that ship. Without the cfg the crate is empty and its tests compile to
+//! nothing. Run it with:
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg exthost_loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p exthost-loom-tests --release
+//! ```
+//!
+//! * `harness`: bounded exhaustive checking with measured interleavings,
+//!   and the check that a seeded bug fails for the expected reason.
+//! * `queue`: the queue scenarios (mutual exclusion, FIFO start order,
+//!   dropped waiters, cancelled operations, dispose behind activation), written
+//!   once over a trait that the real queue and a seeded-bug queue implement.
+//! * `publication`: the publication scenario over a trait that the real cell
+//!   and two broken cells implement.
+//!
+//! `docs/loom.md` at the workspace root lists every test, its bound, its
+//! interleaving count and time, and every seeded bug.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(exthost_loom)]
+pub mod harness;
+#[cfg(exthost_loom)]
+pub mod publication;
+#[cfg(exthost_loom)]
+pub mod queue;

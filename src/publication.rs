@@ -1,0 +1,154 @@
+//! The registry publication cell (SPEC H-4, H-9, INV-1).
+//!
+//! The host keeps its live registry as an immutable snapshot in a
+//! [`Published`] cell. A commit builds the whole next registry aside and
+//! swaps it in with one [`store`](Published::store); readers take the current
+//! snapshot with [`load`](Published::load) and keep it as long as they like.
+
+use std::fmt;
+
+use crate::sync::{Arc, Mutex, lock};
+
+/// A cell holding the current immutable snapshot of a value.
+///
+/// * [`load`](Self::load) returns the current snapshot. Snapshots are
+///   *detached*: a snapshot once taken never changes, whatever is stored
+///   afterwards (SPEC H-9: `tools()` returns a detached, immutable snapshot).
+/// * [`store`](Self::store) replaces the snapshot in one step: a reader
+///   concurrent with it sees the whole old value or the whole new one, never
+///   a mix (SPEC INV-1: atomic publication).
+///
+/// Clones share the cell. The snapshot is an `Arc<T>`: `std::sync::Arc`
+/// normally, `loom::sync::Arc` under `--cfg exthost_loom` (see the crate's
+/// `sync` shim).
+///
+/// # Example
+///
+/// ```
+/// use exthost::Published;
+///
+/// let tools = Published::new(vec!["read"]);
+/// let before = tools.load();
+/// tools.store(vec!["read", "write"]);
+/// assert_eq!(*before, ["read"]); // detached: unchanged
+/// assert_eq!(*tools.load(), ["read", "write"]);
+/// ```
+pub struct Published<T> {
+    current: Arc<Mutex<Arc<T>>>,
+}
+
+impl<T> Published<T> {
+    /// Makes a cell whose first snapshot is `value`.
+    pub fn new(value: T) -> Self {
+        Self {
+            current: Arc::new(Mutex::new(Arc::new(value))),
+        }
+    }
+
+    /// The current snapshot. It never changes afterwards.
+    pub fn load(&self) -> Arc<T> {
+        lock(&self.current).clone()
+    }
+
+    /// Publishes `value` as the new snapshot, in one step.
+    ///
+    /// The previous snapshot lives on in the hands of readers that loaded it;
+    /// the cell's own reference to it is dropped after the lock is released.
+    pub fn store(&self, value: T) {
+        let next = Arc::new(value);
+        let previous = std::mem::replace(&mut *lock(&self.current), next);
+        drop(previous);
+    }
+}
+
+impl<T> Clone for Published<T> {
+    fn clone(&self) -> Self {
+        Self {
+            current: self.current.clone(),
+        }
+    }
+}
+
+impl<T: Default> Default for Published<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Published<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Published")
+            .field("current", &*self.load())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(exthost_loom)))]
+mod tests {
+    use super::*;
+    use std::thread;
+
+    #[test]
+    fn snapshots_are_detached() {
+        let cell = Published::new(vec![0_u64; 3]);
+        let first = cell.load();
+        cell.store(vec![1; 3]);
+        let second = cell.load();
+        cell.store(vec![2; 3]);
+        assert_eq!(*first, [0, 0, 0]);
+        assert_eq!(*second, [1, 1, 1]);
+        assert_eq!(*cell.load(), [2, 2, 2]);
+    }
+
+    #[test]
+    fn clones_share_the_cell() {
+        let cell = Published::<Vec<u8>>::default();
+        let clone = cell.clone();
+        clone.store(vec![7]);
+        assert_eq!(*cell.load(), [7]);
+        assert_eq!(format!("{cell:?}"), "Published { current: [7] }");
+    }
+
+    #[test]
+    fn the_old_snapshot_is_freed_once_its_last_reader_drops_it() {
+        let cell = Published::new(String::from("old"));
+        let reader = cell.load();
+        cell.store(String::from("new"));
+        assert_eq!(Arc::strong_count(&reader), 1);
+        assert_eq!(Arc::strong_count(&cell.load()), 2);
+    }
+
+    /// Real threads: every snapshot a reader sees is whole.
+    #[test]
+    fn concurrent_readers_see_whole_snapshots() {
+        let cell = Published::new(vec![0_u64; 16]);
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                for generation in 1..=200 {
+                    cell.store(vec![generation; 16]);
+                }
+            })
+        };
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let cell = cell.clone();
+                thread::spawn(move || {
+                    let mut last = 0;
+                    for _ in 0..200 {
+                        let snapshot = cell.load();
+                        let generation = snapshot[0];
+                        assert!(snapshot.iter().all(|&g| g == generation));
+                        assert!(generation >= last, "snapshots never go back in time");
+                        last = generation;
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        assert_eq!(*cell.load(), vec![200; 16]);
+    }
+}
