@@ -67,8 +67,10 @@ fn new_host(dir: &std::path::Path) -> ExtensionHost {
 /// A host with `n - 1` active extensions and the `n`th discovered.
 fn host_before_nth(rt: &tokio::runtime::Runtime, dir: &std::path::Path, n: usize) -> ExtensionHost {
     let host = new_host(dir);
-    host.discover((0..n).map(|i| ExtensionDefinition::new(format!("e{i}"), move || Ok(FiveTools(i)))))
-        .unwrap();
+    host.discover(
+        (0..n).map(|i| ExtensionDefinition::new(format!("e{i}"), move || Ok(FiveTools(i)))),
+    )
+    .unwrap();
     rt.block_on(async {
         for i in 0..n - 1 {
             host.activate(&format!("e{i}")).await.unwrap();
@@ -117,12 +119,15 @@ fn emit_to_hooks(c: &mut Criterion) {
     let host = new_host(dir.path());
     let hooks = 1_000;
     let c2 = counter.clone();
-    host.discover([ExtensionDefinition::new("hooks", move || Ok(Hooks(hooks, c2.clone())))])
-        .unwrap();
+    host.discover([ExtensionDefinition::new("hooks", move || {
+        Ok(Hooks(hooks, c2.clone()))
+    })])
+    .unwrap();
     rt.block_on(host.activate("hooks")).unwrap();
 
     // The same closures, called in a plain sequential loop.
-    type Hook = Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
+    type Hook =
+        Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
     let direct: Vec<Hook> = (0..hooks)
         .map(|_| {
             let counter = counter.clone();

@@ -18,7 +18,8 @@ struct Clock;
 impl Extension for Clock {
     fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
         Box::pin(async move {
-            let now = ToolDescriptor::new("now", "The current turn number", json!({"type": "object"}));
+            let now =
+                ToolDescriptor::new("now", "The current turn number", json!({"type": "object"}));
             let turns = Arc::new(AtomicUsize::new(0));
             let seen = turns.clone();
             cx.register_tool(now, move |_: Value| {
