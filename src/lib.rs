@@ -17,9 +17,9 @@
 
 pub mod core;
 pub mod error;
-pub mod id;
 #[cfg(not(exthost_loom))]
 pub mod host;
+pub mod id;
 pub mod manifest;
 pub mod publication;
 pub mod queue;

@@ -475,7 +475,11 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         namespaced: true,
         declared_tools: Some(vec![spec("search")]),
     };
-    core.apply(Input::Discover(vec![meta])).unwrap();
+    assert_eq!(
+        core.apply(Input::Discover(vec![meta])).unwrap(),
+        vec![Effect::Discovered(Ok(())), Effect::Publish],
+        "dormant descriptors are published at discovery"
+    );
     let dormant = core.registry().get("ext:search").unwrap();
     assert_eq!(dormant.binding, Binding::Dormant);
     assert_eq!(dormant.api_name, "ext_search");

@@ -137,6 +137,7 @@ async fn unknown_id_is_extension_not_found() {
         host.emit(exthost::host::Event::new("e", json!(1)))
             .await
             .unwrap()
+            .diagnostics
             .is_empty()
     );
 }
@@ -316,6 +317,7 @@ async fn a_registration_after_settlement_is_refused_and_changes_nothing() {
         host.emit(exthost::host::Event::new("e", json!(null)))
             .await
             .unwrap()
+            .diagnostics
             .is_empty()
     );
     host.dispose().await.unwrap();

@@ -41,7 +41,8 @@ async fn hooks_run_in_order_a_failure_becomes_a_diagnostic_and_later_hooks_see_t
     let diagnostics = host
         .emit(Event::new("turn", json!({"n": 1})))
         .await
-        .unwrap();
+        .unwrap()
+        .diagnostics;
     let entries = log.entries();
     let order: Vec<_> = entries
         .iter()

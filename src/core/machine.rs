@@ -277,7 +277,15 @@ impl HostCore {
     /// input that is not valid now changes nothing and is an error.
     pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
         match input {
-            Input::Discover(batch) => Ok(vec![Effect::Discovered(self.discover(batch))]),
+            Input::Discover(batch) => {
+                let before = self.registry.len();
+                let result = self.discover(batch);
+                let mut effects = vec![Effect::Discovered(result)];
+                if self.registry.len() != before {
+                    effects.push(Effect::Publish);
+                }
+                Ok(effects)
+            }
             Input::Request(kind) => Ok(self.request(kind)),
             Input::Withdraw(op) => self.withdraw(op),
             Input::Begin(op) => self.begin(op),

@@ -99,14 +99,24 @@ pub enum HostError {
         /// True when it panicked.
         panicked: bool,
     },
-    /// A dormant tool was called by a caller that may not start extensions
+    /// A dormant tool was called by a caller that may not start extensions,
+    /// or its extension's grant was revoked by a declaration mismatch (M-5)
     /// (`TOOL_ACTIVATION_DENIED`); nothing started.
-    #[error("tool {name:?} is dormant and the caller may not activate {extension:?}")]
+    #[error("tool {name:?} is dormant and may not activate {extension:?}: {}", if *.revoked { "its grant was revoked when its registered tools did not match its declarations" } else { "this caller may not start extensions" })]
     ActivationDenied {
         /// The tool.
         name: String,
         /// Its extension.
         extension: String,
+        /// True when a declaration mismatch revoked the grant.
+        revoked: bool,
+    },
+    /// A folder of manifests was refused as a whole (`MANIFEST_INVALID`);
+    /// every failing file is listed with its reason code.
+    #[error("the manifest folder was refused: {}", .failures.iter().map(|f| format!("{} ({}): {}", f.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), f.reason, f.message)).collect::<Vec<_>>().join("; "))]
+    ManifestDiscovery {
+        /// Every failing file.
+        failures: Vec<super::manifests::ManifestFileFailure>,
     },
 }
 
@@ -136,6 +146,7 @@ impl HostError {
             HostError::ToolNotFound { .. } => codes::TOOL_NOT_FOUND,
             HostError::ToolFailed { .. } => codes::TOOL_FAILED,
             HostError::ActivationDenied { .. } => codes::TOOL_ACTIVATION_DENIED,
+            HostError::ManifestDiscovery { .. } => super::manifests::MANIFEST_DISCOVERY_CODE,
         }
     }
 

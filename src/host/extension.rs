@@ -134,6 +134,8 @@ pub struct ExtensionDefinition {
     pub(crate) factory: Factory,
     pub(crate) declared_tools: Option<Vec<ToolDescriptor>>,
     pub(crate) namespaced: bool,
+    pub(crate) triggers: Vec<crate::manifest::Trigger>,
+    pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
 }
 
 impl fmt::Debug for ExtensionDefinition {
@@ -142,6 +144,7 @@ impl fmt::Debug for ExtensionDefinition {
             .field("id", &self.id)
             .field("declared_tools", &self.declared_tools)
             .field("namespaced", &self.namespaced)
+            .field("triggers", &self.triggers)
             .finish_non_exhaustive()
     }
 }
@@ -158,7 +161,27 @@ impl ExtensionDefinition {
             factory: Arc::new(move || factory().map(|e| Arc::new(e) as Arc<dyn Extension>)),
             declared_tools: None,
             namespaced: false,
+            triggers: Vec::new(),
+            manifest: None,
         }
+    }
+
+    /// Starts the extension on the first of these events (M-3, M-4): `emit`
+    /// of such an event, while the extension is still `discovered`, first
+    /// activates it and then delivers the event to its new hooks too.
+    pub fn activate_on_events(
+        mut self,
+        events: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.triggers.push(crate::manifest::Trigger::HookEvent {
+            events: events.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// The manifest this definition was made from, if any.
+    pub fn manifest(&self) -> Option<&crate::manifest::Manifest> {
+        self.manifest.as_deref()
     }
 
     /// Declares the tools this extension will register (M-4, M-5): they are

@@ -13,6 +13,7 @@ mod contain;
 mod context;
 mod error;
 mod extension;
+mod manifests;
 mod snapshot;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -31,6 +32,9 @@ pub use error::{Diagnostics, HostError};
 pub use extension::{
     BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError, Tool, ToolDescriptor,
 };
+pub use manifests::{
+    DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestFileFailure,
+};
 pub use snapshot::{ToolInfo, ToolSnapshot};
 
 use contain::{catch_sync, contain, under_queue, under_queue_of};
@@ -39,8 +43,9 @@ use extension::Factory;
 use snapshot::ToolHandler;
 
 use crate::core::{
-    Binding, CleanupKind, ContextId, DisposerRef, Effect, Failure, HookDiagnostic, HookRef,
-    HostCore, Input, OpId, OpKind, OpOutcome, Owner, Registered, Registration, Status, ToolRef,
+    Binding, CleanupKind, ContextId, DisposerRef, Effect, Failure, FailureCause, HookDiagnostic,
+    HookRef, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Registered, Registration, Status,
+    ToolRef,
 };
 use crate::error::codes;
 use crate::publication::Published;
@@ -138,6 +143,17 @@ pub enum Activation {
     AlreadyActive,
 }
 
+/// What one `emit` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmitReport {
+    /// Hooks that failed or panicked, in delivery order (H-10).
+    pub diagnostics: Vec<HookDiagnostic>,
+    /// Extensions this event started (M-4), in the order they started.
+    pub activated: Vec<String>,
+    /// Activations this event triggered that failed (and were rolled back).
+    pub activation_failures: Vec<HostError>,
+}
+
 /// One extension as `extensions()` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtensionInfo {
@@ -185,8 +201,8 @@ pub struct ExtensionInfo {
 /// host.activate("greeter").await.unwrap();
 /// assert_eq!(host.tools().names(), ["hello"]);
 /// assert_eq!(host.call_tool("hello", json!({})).await.unwrap(), json!("hello"));
-/// let diagnostics = host.emit(Event::new("session.start", json!({}))).await.unwrap();
-/// assert!(diagnostics.is_empty());
+/// let report = host.emit(Event::new("session.start", json!({}))).await.unwrap();
+/// assert!(report.diagnostics.is_empty());
 /// host.dispose().await.unwrap();
 /// assert!(host.tools().is_empty());
 /// # });
@@ -228,6 +244,12 @@ pub(crate) struct Shell {
     disposers: HashMap<DisposerRef, DisposerFn>,
     publish_pending: bool,
     withdrawn: HashSet<OpId>,
+    /// Extensions started by events (M-3), by event name, in discovery order.
+    event_triggers: HashMap<String, Vec<String>>,
+    /// Eager extensions (M-3), in discovery order.
+    eager: Vec<String>,
+    /// Extensions whose grant a declaration mismatch revoked (M-5).
+    revoked: HashSet<String>,
     /// Bumped at every publication: the live hooks can only change then.
     generation: u64,
     /// The live hooks' handlers, resolved once per generation.
@@ -285,6 +307,20 @@ impl Shell {
                 }
                 Effect::CallFactory { context, .. } => {
                     self.tokens.insert(context, CancellationToken::new());
+                    rest.push(effect);
+                }
+                Effect::Settle { ref outcome, .. } => {
+                    match outcome {
+                        OpOutcome::ActivationFailed(f) => {
+                            if matches!(f.cause, FailureCause::Declaration(_)) {
+                                self.revoked.insert(f.extension.clone());
+                            }
+                        }
+                        OpOutcome::Activated { extension } => {
+                            self.revoked.remove(extension);
+                        }
+                        _ => {}
+                    }
                     rest.push(effect);
                 }
                 other => rest.push(other),
@@ -574,6 +610,9 @@ impl ExtensionHost {
             disposers: HashMap::new(),
             publish_pending: false,
             withdrawn: HashSet::new(),
+            event_triggers: HashMap::new(),
+            eager: Vec::new(),
+            revoked: HashSet::new(),
             generation: 0,
             hook_handlers: None,
         };
@@ -616,6 +655,17 @@ impl ExtensionHost {
         let effects = shell.apply(Input::Discover(metas));
         match effects.into_iter().next() {
             Some(Effect::Discovered(Ok(()))) => {
+                for def in &definitions {
+                    for event in manifests::trigger_events(&def.triggers) {
+                        let ids = shell.event_triggers.entry(event).or_default();
+                        if !ids.contains(&def.id) {
+                            ids.push(def.id.clone());
+                        }
+                    }
+                    if manifests::is_eager(&def.triggers) {
+                        shell.eager.push(def.id.clone());
+                    }
+                }
                 for def in definitions {
                     for d in def.declared_tools.iter().flatten() {
                         let name = format!("{}:{}", def.id, d.name);
@@ -704,14 +754,88 @@ impl ExtensionHost {
     /// Delivers one event to every live hook, in activation then
     /// registration order, sharing one immutable snapshot of it (H-10).
     /// Failing hooks become diagnostics; later hooks still run.
-    pub async fn emit(&self, event: Event) -> Result<Vec<HookDiagnostic>, HostError> {
+    ///
+    /// Extensions that this event starts (M-3: a hook lifecycle subscribed
+    /// to it, or [`ExtensionDefinition::activate_on_events`]) and that are
+    /// still `discovered` are activated first, each through the normal
+    /// transactional path, so their new hooks receive this triggering event
+    /// exactly once (M-4).
+    pub async fn emit(&self, event: Event) -> Result<EmitReport, HostError> {
+        self.refuse_reentrant("emit")?;
+        let triggered: Vec<String> = {
+            let shell = self.inner.lock();
+            shell
+                .event_triggers
+                .get(&event.name)
+                .into_iter()
+                .flatten()
+                .filter(|id| {
+                    shell.core.extension(id).map(|e| e.status()) == Some(Status::Discovered)
+                })
+                .cloned()
+                .collect()
+        };
+        let mut report = EmitReport::default();
+        for id in triggered {
+            match self.activate(&id).await {
+                Ok(Activation::Activated) => report.activated.push(id),
+                Ok(Activation::AlreadyActive) => {}
+                Err(HostError::Disposed) => return Err(HostError::Disposed),
+                Err(e) => report.activation_failures.push(e),
+            }
+        }
         match self
             .run(OpKind::Emit, Some(Arc::new(event)), "emit")
             .await?
         {
-            OpOutcome::Emitted { diagnostics } => Ok(diagnostics),
+            OpOutcome::Emitted { diagnostics } => {
+                report.diagnostics = diagnostics;
+                Ok(report)
+            }
             other => unreachable!("emit settled with {other:?}"),
         }
+    }
+
+    /// Activates every eager extension (M-3: a manifest without usable
+    /// declarations) that is still `discovered`, in discovery order, each as
+    /// its own transaction; returns each one's result.
+    pub async fn activate_eager(&self) -> Vec<(String, Result<Activation, HostError>)> {
+        let eager: Vec<String> = {
+            let shell = self.inner.lock();
+            shell
+                .eager
+                .iter()
+                .filter(|id| {
+                    shell.core.extension(id).map(|e| e.status()) == Some(Status::Discovered)
+                })
+                .cloned()
+                .collect()
+        };
+        let mut results = Vec::with_capacity(eager.len());
+        for id in eager {
+            let result = self.activate(&id).await;
+            results.push((id, result));
+        }
+        results
+    }
+
+    /// Discovers every manifest of `dir` (`<dir>/<folder>/extension.json`)
+    /// as one batch: all or nothing, with every failing file listed
+    /// (`MANIFEST_INVALID`). In-process extensions take their code from
+    /// `factories`; no factory runs. Declared tools appear as dormant
+    /// descriptors (M-4); eager ones start with
+    /// [`ExtensionHost::activate_eager`], hook-lifecycle ones at their first
+    /// subscribed event, tool-only ones at the first call of a declared tool
+    /// through [`ExtensionHost::call_tool_activating`].
+    pub fn discover_manifest_dir(
+        &self,
+        dir: &std::path::Path,
+        factories: &InProcessFactories,
+    ) -> Result<ManifestDiscovery, HostError> {
+        self.refuse_reentrant("discover")?;
+        let (definitions, discovery) = manifests::definitions_from_dir(dir, factories)?;
+        self.discover(definitions)?;
+        Ok(discovery)
     }
 
     /// Shuts the host down (H-11): cancels a pending activation, waits its
@@ -793,20 +917,36 @@ impl ExtensionHost {
             None => Err(HostError::ToolNotFound {
                 name: name.to_owned(),
             }),
-            Some((Binding::Dormant, _)) => Err(HostError::ActivationDenied {
-                name: name.to_owned(),
-                extension: owner_id(snapshot.owner(name)),
-            }),
+            Some((Binding::Dormant, _)) => {
+                let extension = owner_id(snapshot.owner(name));
+                let revoked = self.inner.lock().revoked.contains(&extension);
+                Err(HostError::ActivationDenied {
+                    name: name.to_owned(),
+                    extension,
+                    revoked,
+                })
+            }
             Some((Binding::Live(_), handler)) => call_handler(name, handler, input).await,
         }
     }
 
     /// Calls a tool, first activating its extension through the normal
-    /// transactional path if the tool is a dormant descriptor (M-4).
+    /// transactional path if the tool is a dormant descriptor (M-4). A
+    /// declaration mismatch (M-5) revokes this grant for the extension: the
+    /// call is then `TOOL_ACTIVATION_DENIED` and nothing starts, until an
+    /// explicit [`ExtensionHost::activate`] succeeds. Transient failures
+    /// (an error in `activate`, a tool's own error) do not revoke it.
     pub async fn call_tool_activating(&self, name: &str, input: Value) -> Result<Value, HostError> {
         let snapshot = self.tools();
         if let Some((Binding::Dormant, _)) = snapshot.handler(name) {
             let extension = owner_id(snapshot.owner(name));
+            if self.inner.lock().revoked.contains(&extension) {
+                return Err(HostError::ActivationDenied {
+                    name: name.to_owned(),
+                    extension,
+                    revoked: true,
+                });
+            }
             self.activate(&extension).await?;
         }
         self.call_tool(name, input).await
