@@ -31,7 +31,9 @@ pub enum IdError {
         first: char,
     },
     /// A character outside `A-Z a-z 0-9 _ - .`.
-    #[error("identifier has the character {character:?} at byte {byte}; only ASCII letters, digits, '_', '-' and '.' are allowed")]
+    #[error(
+        "identifier has the character {character:?} at byte {byte}; only ASCII letters, digits, '_', '-' and '.' are allowed"
+    )]
     BadCharacter {
         /// The refused character.
         character: char,
@@ -98,13 +100,22 @@ mod tests {
     #[test]
     fn refuses_empty_and_too_long() {
         assert_eq!(validate_id_segment(""), Err(IdError::Empty));
-        assert_eq!(validate_id_segment(&"x".repeat(65)), Err(IdError::TooLong { len: 65 }));
+        assert_eq!(
+            validate_id_segment(&"x".repeat(65)),
+            Err(IdError::TooLong { len: 65 })
+        );
     }
 
     #[test]
     fn refuses_leading_dot_and_dash() {
-        assert_eq!(validate_id_segment(".a"), Err(IdError::BadStart { first: '.' }));
-        assert_eq!(validate_id_segment("-a"), Err(IdError::BadStart { first: '-' }));
+        assert_eq!(
+            validate_id_segment(".a"),
+            Err(IdError::BadStart { first: '.' })
+        );
+        assert_eq!(
+            validate_id_segment("-a"),
+            Err(IdError::BadStart { first: '-' })
+        );
         assert_eq!(validate_id_segment("a.-"), Ok(()));
     }
 

@@ -8,7 +8,8 @@ fn by_the_rule(s: &str) -> bool {
         && b.len() <= 64
         && b[0] != b'.'
         && b[0] != b'-'
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
 }
 
 proptest! {
