@@ -6,7 +6,7 @@ use std::io;
 use std::sync::Arc;
 
 use cap_std::fs::{OpenOptions, OpenOptionsExt};
-use rustix::fs::OFlags;
+use rustix::fs::{FileType, OFlags};
 use rustix::io::Errno;
 
 use super::MAX_RESOURCE_TEXT_BYTES;
@@ -15,7 +15,9 @@ use super::error::{
 };
 use super::path;
 use super::read::{decode, read_capped};
-use super::root::{FileIdentity, OpenedRoot, ResourceRoot, not_file_kind, not_file_kind_cap};
+use super::root::{
+    FileIdentity, OpenedRoot, ResourceRoot, file_type, not_file_kind, not_file_kind_cap,
+};
 
 /// A text resource: which root answered, the path as requested, the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,28 +197,30 @@ fn load_from(
 
     // the handle must be a regular file. Its identity is the identity
     // seen while resolving: resolution and open are one step.
-    let metadata = file
-        .metadata()
-        .map_err(|error| io_error(root, path, IoOperation::Inspect, &error))?;
-    if !metadata.is_file() {
-        return Err(not_file(root, path, not_file_kind(metadata.file_type())));
+    let stat = rustix::fs::fstat(&file)
+        .map_err(|errno| io_error(root, path, IoOperation::Inspect, &errno.into()))?;
+    let kind = file_type(&stat);
+    if kind != FileType::RegularFile {
+        return Err(not_file(root, path, not_file_kind(kind)));
     }
-    let identity = FileIdentity::of_std(&metadata);
+    let identity = FileIdentity::of_stat(&stat);
 
     between_open_and_read(&root.id);
 
     // read at most cap + 1 bytes.
-    let bytes = read_capped(&file, metadata.len(), MAX_RESOURCE_TEXT_BYTES + 1)
+    let size_hint = u64::try_from(stat.st_size).unwrap_or(0);
+    let bytes = read_capped(&file, size_hint, MAX_RESOURCE_TEXT_BYTES + 1)
         .map_err(|error| io_error(root, path, IoOperation::Read, &error))?;
 
     // after the read the path still resolves, beneath the root, to the
-    // file that was read.
+    // file that was read. The handle stays open until this check is done, so
+    // the file's inode number cannot be reused meanwhile.
     let changed = |reason| ResourceError::ChangedDuringRead {
         root_id: root.id.clone(),
         path: path.to_owned(),
         reason,
     };
-    match root.dir.metadata(path) {
+    match resolve_again(root, path) {
         Ok(now) if FileIdentity::of_cap(&now) == identity => {}
         Ok(_) => return Err(changed(ChangeReason::Replaced)),
         Err(error) if is_escape(&error) => return Err(changed(ChangeReason::Escaping)),
@@ -248,6 +252,24 @@ fn load_from(
             valid_up_to: failure.valid_up_to,
             error_len: failure.error_len,
         })
+}
+
+/// Resolves `path` beneath the root again, following symlinks, and returns
+/// what it names now.
+///
+/// A single component that is not a symlink names the root's own entry, so
+/// cap-std's one-call `symlink_metadata` (an `fstatat` relative to the root
+/// handle, without following) already is the answer; anything else goes
+/// through cap-std's confined `metadata`, which follows symlinks beneath the
+/// root.
+fn resolve_again(root: &OpenedRoot, path: &str) -> io::Result<cap_std::fs::Metadata> {
+    if !path.contains('/') {
+        let entry = root.dir.symlink_metadata(path)?;
+        if !entry.file_type().is_symlink() {
+            return Ok(entry);
+        }
+    }
+    root.dir.metadata(path)
 }
 
 /// Whether cap-std refused a resolution because it would leave the root.

@@ -1,37 +1,49 @@
 //! the capped read and the strict decode.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+
+use rustix::buffer::spare_capacity;
+use rustix::io::Errno;
 
 /// Reads `file` to its end or until `limit` bytes are buffered, whichever
 /// comes first.
 ///
 /// The buffer starts at `size_hint + 1` bytes (the extra byte lets the read
-/// see the end of the file without growing), never at more than `limit`, and
+/// see the end of the file without growing), never at more than `limit`. It
 /// only grows, up to `limit`, when the file turns out longer than its size
-/// hint (it grew during the read). So at most `limit` bytes are ever read or
-/// allocated, whatever the file does. The caller passes `cap + 1` and
-/// refuses a result longer than `cap`.
+/// hint (it grew during the read). Each `read` fills the spare capacity
+/// directly (rustix's `spare_capacity`: no zeroing, no copy), so a file
+/// that matches its size hint takes exactly two `read` calls, the second
+/// one seeing the end. At most `limit` bytes are ever read or allocated,
+/// whatever the file does. The caller passes `cap + 1` and refuses a result
+/// longer than `cap`.
 pub(crate) fn read_capped(file: &File, size_hint: u64, limit: usize) -> io::Result<Vec<u8>> {
     debug_assert!(limit > 0);
     let hinted = usize::try_from(size_hint)
         .unwrap_or(usize::MAX)
         .min(limit - 1)
         + 1;
+    // `Vec::with_capacity` allocates exactly the requested capacity.
     let mut buffer = Vec::with_capacity(hinted);
     loop {
-        let room = buffer.capacity().min(limit) - buffer.len();
-        // `take(room)` keeps `read_to_end` inside the spare capacity: it reads
-        // into it without zeroing it and never reallocates.
-        let mut reader = file.take(room as u64);
-        reader.read_to_end(&mut buffer)?;
-        if reader.limit() > 0 || buffer.len() >= limit {
-            // The read hit the end of the file before filling the room, or
-            // the buffer holds `limit` bytes: either way, done.
-            return Ok(buffer);
+        if buffer.len() == buffer.capacity() {
+            if buffer.len() >= limit {
+                return Ok(buffer);
+            }
+            // Longer than its size said: grow by doubling, never past the
+            // limit. A fresh exact allocation keeps the capacity exact.
+            let grown = buffer.len().saturating_mul(2).max(8192).min(limit);
+            let mut larger = Vec::with_capacity(grown);
+            larger.extend_from_slice(&buffer);
+            buffer = larger;
         }
-        let grown = buffer.capacity().saturating_mul(2).max(8192).min(limit);
-        buffer.reserve_exact(grown - buffer.len());
+        match rustix::io::read(file, spare_capacity(&mut buffer)) {
+            Ok(0) => return Ok(buffer),
+            Ok(_) => {}
+            Err(Errno::INTR) => {}
+            Err(errno) => return Err(errno.into()),
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use rustix::fs::{FileType, RawMode, Stat};
+use rustix::io::Errno;
 
 use super::error::{IoFailure, NotFileKind, ResourceError, RootChangedReason, RootInvalidReason};
 
@@ -47,11 +49,13 @@ pub(crate) struct FileIdentity {
 }
 
 impl FileIdentity {
-    pub(crate) fn of_std(metadata: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
+    /// From a `stat` result. The field types differ between Unix platforms
+    /// (`dev_t` is signed on some), hence the casts.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn of_stat(stat: &Stat) -> Self {
         Self {
-            dev: metadata.dev(),
-            ino: metadata.ino(),
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
         }
     }
 
@@ -64,21 +68,20 @@ impl FileIdentity {
     }
 }
 
-/// What a non-regular file is, from its type.
-pub(crate) fn not_file_kind(file_type: std::fs::FileType) -> NotFileKind {
-    use std::os::unix::fs::FileTypeExt;
-    if file_type.is_dir() {
-        NotFileKind::Directory
-    } else if file_type.is_fifo() {
-        NotFileKind::Fifo
-    } else if file_type.is_socket() {
-        NotFileKind::Socket
-    } else if file_type.is_char_device() {
-        NotFileKind::CharDevice
-    } else if file_type.is_block_device() {
-        NotFileKind::BlockDevice
-    } else {
-        NotFileKind::Other
+/// The type of a `stat` result.
+pub(crate) fn file_type(stat: &Stat) -> FileType {
+    FileType::from_raw_mode(stat.st_mode as RawMode)
+}
+
+/// What a non-regular file is, from its `stat` type.
+pub(crate) fn not_file_kind(file_type: FileType) -> NotFileKind {
+    match file_type {
+        FileType::Directory => NotFileKind::Directory,
+        FileType::Fifo => NotFileKind::Fifo,
+        FileType::Socket => NotFileKind::Socket,
+        FileType::CharacterDevice => NotFileKind::CharDevice,
+        FileType::BlockDevice => NotFileKind::BlockDevice,
+        _ => NotFileKind::Other,
     }
 }
 
@@ -179,22 +182,17 @@ impl OpenedRoot {
     /// symlink in its last component, and compare its identity with the
     /// captured one.
     pub(crate) fn check_identity(&self) -> Result<(), ResourceError> {
-        let reason = match std::fs::symlink_metadata(&self.canonical) {
-            Ok(metadata) if metadata.file_type().is_symlink() => RootChangedReason::Symlink,
-            Ok(metadata) if !metadata.is_dir() => RootChangedReason::NotADirectory,
-            Ok(metadata) if FileIdentity::of_std(&metadata) != self.identity => {
-                RootChangedReason::OtherDirectory
-            }
-            Ok(_) => return Ok(()),
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                RootChangedReason::Missing
-            }
-            Err(error) => RootChangedReason::Unresolvable(IoFailure::from_io(&error)),
+        let reason = match rustix::fs::lstat(&self.canonical) {
+            Ok(stat) => match file_type(&stat) {
+                FileType::Symlink => RootChangedReason::Symlink,
+                FileType::Directory if FileIdentity::of_stat(&stat) == self.identity => {
+                    return Ok(());
+                }
+                FileType::Directory => RootChangedReason::OtherDirectory,
+                _ => RootChangedReason::NotADirectory,
+            },
+            Err(Errno::NOENT | Errno::NOTDIR) => RootChangedReason::Missing,
+            Err(errno) => RootChangedReason::Unresolvable(IoFailure::from_io(&errno.into())),
         };
         Err(ResourceError::RootChanged {
             root_id: self.id.clone(),
@@ -218,8 +216,9 @@ mod tests {
     fn the_handle_identity_is_the_canonical_directory() {
         let temp = tempfile::tempdir().unwrap();
         let opened = OpenedRoot::open(ResourceRoot::new("r", temp.path())).unwrap();
-        let metadata = std::fs::metadata(temp.path()).unwrap();
-        assert_eq!(opened.identity(), FileIdentity::of_std(&metadata));
+        let metadata =
+            cap_std::fs::Metadata::from_just_metadata(std::fs::metadata(temp.path()).unwrap());
+        assert_eq!(opened.identity(), FileIdentity::of_cap(&metadata));
         assert_eq!(
             opened.canonical,
             std::fs::canonicalize(temp.path()).unwrap()
