@@ -483,3 +483,36 @@ async fn retired_keys_load_with_a_notice_and_change_nothing() {
     assert_eq!(found.notices.len(), 2, "{:?}", found.notices);
     assert_eq!(found.extensions[0].classification, Classification::ToolOnly);
 }
+
+#[tokio::test]
+async fn a_missing_or_non_directory_folder_is_a_clear_error_and_changes_nothing() {
+    let w = world();
+    let missing = w.folder.path().join("does-not-exist");
+    let err = w
+        .host
+        .discover_manifest_dir(&missing, &InProcessFactories::new())
+        .unwrap_err();
+    assert_eq!(err.code(), "MANIFEST_INVALID");
+    let file = w.folder.path().join("plain-file");
+    std::fs::write(&file, "{}").unwrap();
+    let err = w
+        .host
+        .discover_manifest_dir(&file, &InProcessFactories::new())
+        .unwrap_err();
+    assert_eq!(err.code(), "MANIFEST_INVALID");
+    assert!(!err.to_string().is_empty());
+    assert!(w.host.extensions().is_empty());
+}
+
+#[tokio::test]
+async fn folder_discovery_after_dispose_is_refused() {
+    let w = world();
+    write_manifest(w.folder.path(), "a", eager("late"));
+    let late = Script::new("late", &w.log);
+    w.host.dispose().await.unwrap();
+    let err = w
+        .host
+        .discover_manifest_dir(w.folder.path(), &factories(&[&late]))
+        .unwrap_err();
+    assert_eq!(err.code(), "HOST_DISPOSED");
+}
