@@ -92,18 +92,15 @@ fn activation_of_the_nth(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
-                let mut host = host_before_nth(&rt, dir.path(), n);
-                let mut remaining_on_host = 1;
                 for _ in 0..iters {
-                    if remaining_on_host == 0 {
-                        host = host_before_nth(&rt, dir.path(), n);
-                        remaining_on_host = 1;
-                    }
+                    let host = host_before_nth(&rt, dir.path(), n);
                     let id = format!("e{}", n - 1);
                     let start = Instant::now();
                     rt.block_on(host.activate(&id)).unwrap();
                     total += start.elapsed();
-                    remaining_on_host -= 1;
+                    // Settle every task of this host before the next one.
+                    rt.block_on(host.dispose()).unwrap();
+                    drop(host);
                 }
                 total
             });

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rpds::HashTrieMapSync;
+use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -238,8 +238,8 @@ pub(crate) struct Shell {
     factories: HashMap<String, Factory>,
     instances: HashMap<ContextId, Arc<dyn Extension>>,
     tokens: HashMap<ContextId, CancellationToken>,
-    tools: HashTrieMapSync<ToolRef, Arc<ToolHandler>>,
-    declared: HashTrieMapSync<String, Arc<ToolDescriptor>>,
+    tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
+    declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
     hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
     disposers: HashMap<DisposerRef, DisposerFn>,
     publish_pending: bool,
@@ -300,7 +300,7 @@ impl Shell {
                     self.hook_handlers = None;
                     self.instances.clear();
                     self.tokens.clear();
-                    self.tools = HashTrieMapSync::new_sync();
+                    self.tools = RedBlackTreeMapSync::new_sync();
                     self.hooks.clear();
                     self.disposers.clear();
                     self.factories.clear();
@@ -595,7 +595,7 @@ impl ExtensionHost {
         let specs: Vec<_> = options.base_tools.iter().map(|(d, _)| d.spec()).collect();
         let (core, refs) =
             HostCore::new(&specs).map_err(|reason| HostError::InvalidBaseTool { reason })?;
-        let mut tools = HashTrieMapSync::new_sync();
+        let mut tools = RedBlackTreeMapSync::new_sync();
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
             tools.insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
         }
@@ -605,7 +605,7 @@ impl ExtensionHost {
             instances: HashMap::new(),
             tokens: HashMap::new(),
             tools,
-            declared: HashTrieMapSync::new_sync(),
+            declared: RedBlackTreeMapSync::new_sync(),
             hooks: HashMap::default(),
             disposers: HashMap::new(),
             publish_pending: false,

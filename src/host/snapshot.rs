@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rpds::HashTrieMapSync;
+use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 
 use super::extension::{Tool, ToolDescriptor};
@@ -20,8 +20,8 @@ pub(crate) struct ToolHandler {
 #[derive(Clone)]
 pub struct ToolSnapshot {
     pub(crate) registry: ToolRegistry,
-    pub(crate) handlers: HashTrieMapSync<ToolRef, Arc<ToolHandler>>,
-    pub(crate) declared: HashTrieMapSync<String, Arc<ToolDescriptor>>,
+    pub(crate) handlers: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
+    pub(crate) declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
 }
 
 impl std::fmt::Debug for ToolSnapshot {
