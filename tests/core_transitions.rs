@@ -595,3 +595,46 @@ fn the_core_imports_no_runtime_io_clock_or_threads() {
     }
     assert!(read >= 5, "read only {read} core files");
 }
+
+/// Found by the model checker: a plain extension must not take a
+/// `<extension>:<tool>` name, or a later manifest extension's dormant
+/// descriptor would be lost (INV-1).
+#[test]
+fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free() {
+    let mut core = core_with(&["plain"]);
+    let (op, cx) = start_activation(&mut core, "plain");
+    open(&mut core, cx);
+    register(&mut core, cx, Registration::Tool(spec("m:x")));
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(matches!(effects.as_slice(), [Effect::RunCleanup { .. }]));
+    let effects = core
+        .apply(Input::CleanupFinished { op, result: Ok(()) })
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }]
+            if matches!(&f.cause, FailureCause::Registry(e) if e.code() == "TOOL_NAME_INVALID")
+    ));
+
+    let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
+    let before = core.clone();
+    let effects = core
+        .apply(Input::Discover(vec![DefinitionMeta {
+            id: "m".into(),
+            namespaced: true,
+            declared_tools: Some(vec![spec("x")]),
+        }]))
+        .unwrap();
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Discovered(Err(
+            DiscoveryError::InvalidDeclaration { .. }
+        ))]
+    ));
+    assert_eq!(core, before, "the refused batch changed nothing");
+}
