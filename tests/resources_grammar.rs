@@ -1,5 +1,7 @@
 //! the path grammar, checked before any filesystem access, identical
 //! on every operating system.
+#[path = "resources_support/devices.rs"]
+mod devices;
 mod resources_support;
 
 use exthost::resources::PathInvalidReason as R;
@@ -154,42 +156,6 @@ fn trailing_dots_and_spaces_are_refused() {
     assert_eq!(validate_resource_path(" leading/ spaces"), Ok(()));
 }
 
-const DEVICES: [&str; 33] = [
-    "CON",
-    "PRN",
-    "AUX",
-    "NUL",
-    "COM0",
-    "COM1",
-    "COM2",
-    "COM3",
-    "COM4",
-    "COM5",
-    "COM6",
-    "COM7",
-    "COM8",
-    "COM9",
-    "COM\u{B9}",
-    "COM\u{B2}",
-    "COM\u{B3}",
-    "LPT0",
-    "LPT1",
-    "LPT2",
-    "LPT3",
-    "LPT4",
-    "LPT5",
-    "LPT6",
-    "LPT7",
-    "LPT8",
-    "LPT9",
-    "LPT\u{B9}",
-    "LPT\u{B2}",
-    "LPT\u{B3}",
-    "CONIN$",
-    "CONOUT$",
-    "CLOCK$",
-];
-
 /// Alternates ASCII case letter by letter, starting lower: "CoN" style.
 fn mixed_case(name: &str) -> String {
     name.chars()
@@ -206,7 +172,7 @@ fn mixed_case(name: &str) -> String {
 
 #[test]
 fn every_device_name_is_refused_with_and_without_extension_in_any_case() {
-    for device in DEVICES {
+    for device in devices::DEVICES {
         for spelling in [
             device.to_owned(),
             device.to_ascii_lowercase(),

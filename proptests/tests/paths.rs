@@ -2,6 +2,8 @@
 //! from the right root; hostile paths are refused with
 //! RESOURCE_PATH_INVALID before any filesystem access; symlinks are served
 //! exactly while they stay inside the root.
+#[path = "../../tests/resources_support/devices.rs"]
+mod devices;
 mod loader_support;
 
 use std::sync::OnceLock;
@@ -26,47 +28,11 @@ fn valid_path() -> impl Strategy<Value = String> {
     segments().prop_map(|segments| segments.join("/"))
 }
 
-const DEVICES: [&str; 33] = [
-    "CON",
-    "PRN",
-    "AUX",
-    "NUL",
-    "COM0",
-    "COM1",
-    "COM2",
-    "COM3",
-    "COM4",
-    "COM5",
-    "COM6",
-    "COM7",
-    "COM8",
-    "COM9",
-    "COM\u{B9}",
-    "COM\u{B2}",
-    "COM\u{B3}",
-    "LPT0",
-    "LPT1",
-    "LPT2",
-    "LPT3",
-    "LPT4",
-    "LPT5",
-    "LPT6",
-    "LPT7",
-    "LPT8",
-    "LPT9",
-    "LPT\u{B9}",
-    "LPT\u{B2}",
-    "LPT\u{B3}",
-    "CONIN$",
-    "CONOUT$",
-    "CLOCK$",
-];
-
 /// A device name in a random ASCII case, with or without an extension or
 /// trailing spaces before it.
 fn device_segment() -> impl Strategy<Value = String> {
     (
-        select(&DEVICES[..]),
+        select(&devices::DEVICES[..]),
         any::<u16>(),
         select(&["", ".txt", ".tar.gz", " .md", "  .x"][..]),
     )

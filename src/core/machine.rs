@@ -10,9 +10,10 @@ use super::outcome::*;
 use super::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 use crate::id::validate_id_segment;
 
-/// Seeded bugs, compiled only with the `mutants` feature: each breaks one
-/// rule so the model checker can show it catches the break.
-#[cfg(feature = "mutants")]
+/// Seeded bugs: each breaks one rule so the model checker can show it
+/// catches the break. Only a build with the `mutants` feature can give a
+/// core one ([`HostCore::with_mutant`]); without it these names are inert and
+/// every check of them compiles to `false`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mutant {
     /// A staged tool goes live at registration, before validation (INV-1).
@@ -162,7 +163,7 @@ impl HostCore {
     }
 
     #[allow(unused_variables)]
-    fn mutant(&self, m: MutantName) -> bool {
+    fn mutant(&self, m: Mutant) -> bool {
         #[cfg(feature = "mutants")]
         {
             self.mutant == Some(m)
@@ -305,7 +306,7 @@ impl HostCore {
         if self.phase != Phase::Open {
             return Err(DiscoveryError::HostDisposed);
         }
-        let partial = self.mutant(MutantName::PartialDiscovery);
+        let partial = self.mutant(Mutant::PartialDiscovery);
         let mut seen = std::collections::BTreeSet::new();
         for meta in &batch {
             validate_meta(meta, &seen, &self.index, &self.registry)?;
@@ -363,7 +364,7 @@ impl HostCore {
                             q.cancelled = true;
                         }
                     }
-                    if !self.mutant(MutantName::NoCancelOnDispose)
+                    if !self.mutant(Mutant::NoCancelOnDispose)
                         && let Some(Running::Activation { ext, step, .. }) = &self.running
                         && !matches!(step, ActivationStep::Rollback { .. })
                         && let ExtensionSlot::Activating(a) = &mut self.exts[*ext]
@@ -412,7 +413,7 @@ impl HostCore {
                 head.op
             )));
         }
-        if self.running.is_some() && !self.mutant(MutantName::StartBeforeSettled) {
+        if self.running.is_some() && !self.mutant(Mutant::StartBeforeSettled) {
             return Err(ProtocolError(format!(
                 "{op} cannot begin while another operation runs"
             )));
@@ -537,7 +538,7 @@ impl HostCore {
             _ => None,
         };
         let Some(ext) = open else {
-            if self.mutant(MutantName::NoContextClosedCheck) {
+            if self.mutant(Mutant::NoContextClosedCheck) {
                 return self.mutant_late_registration(context, registration);
             }
             return vec![Effect::Registration(Err(ContextClosed))];
@@ -549,7 +550,7 @@ impl HostCore {
         };
         let mut effects = Vec::new();
         if let (Registered::Tool(tool), Registration::Tool(spec)) = (handle, &registration)
-            && self.mutant(MutantName::PublishBeforeValidate)
+            && self.mutant(Mutant::PublishBeforeValidate)
         {
             let meta = self.exts[ext].meta().clone();
             let runtime = ToolSpec {
@@ -654,8 +655,8 @@ impl HostCore {
             }
         }
         let owner = Owner::Extension(meta.id.clone());
-        let in_place = self.mutant(MutantName::SkipCandidateClone);
-        let already_live = self.mutant(MutantName::PublishBeforeValidate);
+        let in_place = self.mutant(Mutant::SkipCandidateClone);
+        let already_live = self.mutant(Mutant::PublishBeforeValidate);
         let mut scratch = ToolRegistry::new();
         let candidate = if in_place {
             &mut self.registry
@@ -744,7 +745,7 @@ impl HostCore {
                 },
             })
             .collect();
-        if !self.mutant(MutantName::ForwardRollback) {
+        if !self.mutant(Mutant::ForwardRollback) {
             steps.reverse();
         }
         if a.instance {
@@ -828,7 +829,7 @@ impl HostCore {
     /// another hook follows. This is the only place the emit protocol
     /// advances; `HookFinished` and `HooksFinished` both go through it.
     fn hook_step(&mut self, op: OpId, result: Result<(), Failure>) -> Result<bool, ProtocolError> {
-        let stop_on_failure = self.mutant(MutantName::HookFailureStopsLater);
+        let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let Some(Running::Emit {
             op: running,
             hooks,
@@ -928,7 +929,7 @@ impl HostCore {
             .iter()
             .map(|id| self.index[id])
             .collect();
-        if !self.mutant(MutantName::ForwardShutdown) {
+        if !self.mutant(Mutant::ForwardShutdown) {
             order.reverse();
         }
         let mut steps = Vec::new();
@@ -976,7 +977,7 @@ impl HostCore {
         op: OpId,
         result: Result<(), Failure>,
     ) -> Result<Vec<Effect>, ProtocolError> {
-        let stop_on_failure = self.mutant(MutantName::StopCleanupAtFirstFailure);
+        let stop_on_failure = self.mutant(Mutant::StopCleanupAtFirstFailure);
         match &mut self.running {
             Some(Running::Activation {
                 op: running,
@@ -1041,7 +1042,7 @@ impl HostCore {
 
     fn finish_dispose(&mut self, op: OpId, failures: Vec<StepFailure>) -> Vec<Effect> {
         #[cfg(feature = "mutants")]
-        if self.mutant(MutantName::DisposeFailedExtensions) {
+        if self.mutant(Mutant::DisposeFailedExtensions) {
             for slot in self.exts.iter_mut() {
                 if let ExtensionSlot::Failed(failed) = slot.clone() {
                     *slot = ExtensionSlot::Disposed(failed.mutant_dispose());
@@ -1174,26 +1175,4 @@ pub fn check_declarations(
         }
     }
     Ok(())
-}
-
-#[cfg(feature = "mutants")]
-type MutantName = Mutant;
-
-/// Without the `mutants` feature no seeded bug exists; this uninhabited
-/// stand-in lets the checks compile away.
-#[cfg(not(feature = "mutants"))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
-enum MutantName {
-    PublishBeforeValidate,
-    SkipCandidateClone,
-    ForwardRollback,
-    StopCleanupAtFirstFailure,
-    ForwardShutdown,
-    NoContextClosedCheck,
-    HookFailureStopsLater,
-    StartBeforeSettled,
-    PartialDiscovery,
-    DisposeFailedExtensions,
-    NoCancelOnDispose,
 }

@@ -16,9 +16,7 @@ pub mod registry;
 
 pub use ids::{ContextId, DisposerRef, HookRef, OpId, ToolRef};
 pub use lifecycle::{Contribution, DefinitionMeta, Extension, ExtensionSlot, Status};
-#[cfg(feature = "mutants")]
-pub use machine::Mutant;
-pub use machine::{HostCore, Phase, check_declarations};
+pub use machine::{HostCore, Mutant, Phase, check_declarations};
 pub use outcome::*;
 pub use registry::{
     Binding, Owner, RegistryEntry, RegistryError, ToolRegistry, ToolSpec, api_name_base,

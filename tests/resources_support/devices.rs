@@ -1,0 +1,40 @@
+//! The Windows device names of SPEC R-3, written out independently of the
+//! implementation's table so the tests are an oracle for it. Shared by the
+//! grammar tests and the path property tests.
+
+/// Every device name, upper case, without extension.
+pub const DEVICES: [&str; 33] = [
+    "CON",
+    "PRN",
+    "AUX",
+    "NUL",
+    "COM0",
+    "COM1",
+    "COM2",
+    "COM3",
+    "COM4",
+    "COM5",
+    "COM6",
+    "COM7",
+    "COM8",
+    "COM9",
+    "COM\u{B9}",
+    "COM\u{B2}",
+    "COM\u{B3}",
+    "LPT0",
+    "LPT1",
+    "LPT2",
+    "LPT3",
+    "LPT4",
+    "LPT5",
+    "LPT6",
+    "LPT7",
+    "LPT8",
+    "LPT9",
+    "LPT\u{B9}",
+    "LPT\u{B2}",
+    "LPT\u{B3}",
+    "CONIN$",
+    "CONOUT$",
+    "CLOCK$",
+];
