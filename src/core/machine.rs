@@ -12,7 +12,7 @@ use crate::id::validate_id_segment;
 
 /// Seeded bugs: each breaks one rule so the model checker can show it
 /// catches the break. Only a build with the `mutants` feature can give a
-/// core one ([`HostCore::with_mutant`]); without it these names are inert and
+/// core one (`HostCore::with_mutant`); without it these names are inert and
 /// every check of them compiles to `false`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mutant {
