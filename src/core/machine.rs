@@ -308,7 +308,7 @@ impl HostCore {
         let partial = self.mutant(MutantName::PartialDiscovery);
         let mut seen = std::collections::BTreeSet::new();
         for meta in &batch {
-            validate_meta(meta, &seen, &self.index)?;
+            validate_meta(meta, &seen, &self.index, &self.registry)?;
             seen.insert(meta.id.clone());
             if partial {
                 self.add_discovered(meta.clone());
@@ -331,7 +331,8 @@ impl HostCore {
                     name: meta.runtime_tool_name(&spec.name),
                     ..spec.clone()
                 };
-                // validate_meta proved these names valid and unique.
+                // validate_meta proved these names valid, unique in the
+                // batch, and free in the live registry.
                 let _ = self.registry.insert(
                     &runtime,
                     Owner::Extension(meta.id.clone()),
@@ -636,6 +637,21 @@ impl HostCore {
         let staged = slot.activating().expect("activating").staged.clone();
         if let Some(declared) = &meta.declared_tools {
             check_declarations(declared, &staged.tools).map_err(FailureCause::Declaration)?;
+        }
+        if !meta.namespaced {
+            // H-4: a plain extension's tool names are ID-1 segments; only a
+            // manifest extension's runtime names take the `<extension>:<tool>`
+            // form (M-4). Without this a plain extension could take `m:x`
+            // before `m` is discovered, and `m`'s dormant descriptor would
+            // then be lost (INV-1).
+            for (_, spec) in &staged.tools {
+                validate_id_segment(&spec.name).map_err(|reason| {
+                    FailureCause::Registry(RegistryError::InvalidName {
+                        name: spec.name.clone(),
+                        reason,
+                    })
+                })?;
+            }
         }
         let owner = Owner::Extension(meta.id.clone());
         let in_place = self.mutant(MutantName::SkipCandidateClone);
@@ -1061,6 +1077,7 @@ fn validate_meta(
     meta: &DefinitionMeta,
     batch: &std::collections::BTreeSet<String>,
     known: &BTreeMap<String, usize>,
+    live: &ToolRegistry,
 ) -> Result<(), DiscoveryError> {
     validate_id_segment(&meta.id).map_err(|reason| DiscoveryError::InvalidId {
         id: meta.id.clone(),
@@ -1090,6 +1107,17 @@ fn validate_meta(
                     id: meta.id.clone(),
                     reason,
                 })?;
+            // The descriptor must also be free in the live registry (a base
+            // tool may hold `<extension>:<tool>`), or it would be lost.
+            if let Some(held) = live.get(&runtime.name) {
+                return Err(DiscoveryError::InvalidDeclaration {
+                    id: meta.id.clone(),
+                    reason: RegistryError::Duplicate {
+                        name: runtime.name,
+                        holder: held.owner.clone(),
+                    },
+                });
+            }
         }
     }
     Ok(())
