@@ -391,9 +391,10 @@ impl HostModel {
     }
 
     /// Registrations through closed contexts: the one that closed in the
-    /// last step (tool, hook, disposer), and, while a new context is open and
-    /// nothing was registered through it yet, the previous attempt's context
-    /// (tool, hook): the core must tell the contexts apart.
+    /// last step (tool, hook, disposer), and, right after a new context
+    /// opened, the previous attempt's context (tool, hook): the core must
+    /// tell the contexts apart. Both windows last one step, so a refused
+    /// registration (which changes nothing) never repeats a state.
     fn late_actions(&self, s: &State, out: &mut Vec<Action>) {
         if let Some((context, ext)) = &s.env.closed {
             let ext = self.ext_index(ext);
@@ -405,11 +406,9 @@ impl HostModel {
                 });
             }
         }
-        if let Some(open) = s.core.open_context()
+        if let Some(open) = s.env.opened
             && open.0 > 1
-            && let Some(a) = s.env.activation(open)
-            && a.tool_attempts + a.hook_attempts + a.disposer_attempts == 0
-            && !a.hung
+            && s.core.open_context() == Some(open)
         {
             let stale = ContextId(open.0 - 1);
             for reg in [Reg::LateTool, Reg::Hook] {
@@ -430,6 +429,7 @@ impl HostModel {
         s.env.last.clear();
         s.env.note = None;
         s.env.closed = None;
+        s.env.opened = None;
         if !matches!(action, Action::Discover(_)) {
             // Refused batches are tried only right after the first batch,
             // before anything else happens (they change nothing, so trying
@@ -663,7 +663,12 @@ impl HostModel {
                     env.running.push(Activation::new(op, extension, context));
                 }
                 Effect::RunActivate { context, .. } => match env.activation_mut(context) {
-                    Some(a) => a.open = true,
+                    Some(a) => {
+                        a.open = true;
+                        if self.scenario.bounds.late {
+                            env.opened = Some(context);
+                        }
+                    }
                     None => protocol(env, format!("activate run for unknown {context}")),
                 },
                 Effect::Cancel { context } => match env.activation_mut(context) {

@@ -679,6 +679,19 @@ pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
             })
         }));
     }
+    if m.scenario.has_invalid_plain_name() {
+        p.push(sometimes(
+            "a plain extension's `ext:tool` name refused (H-4)",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(
+                        cause(st),
+                        Some(FailureCause::Registry(RegistryError::InvalidName { .. }))
+                    )
+                })
+            },
+        ));
+    }
     if m.scenario.has_api_collision() {
         p.push(sometimes("an API name suffixed on collision", |_, s| {
             // A suffix makes the API name longer than the runtime name

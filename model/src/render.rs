@@ -420,7 +420,18 @@ pub fn svg(_: &HostModel, s: &State) -> String {
         );
     }
     y += 70;
-    for (k, v) in lines(s).into_iter().filter(|(k, _)| k != "extensions") {
+    let lines: Vec<(String, String)> = lines(s)
+        .into_iter()
+        .filter(|(k, _)| k != "extensions")
+        .collect();
+    // Monospace at 12 px: about 7.3 px a character.
+    let widest = lines
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 2)
+        .max()
+        .unwrap_or(0);
+    let width = (20 + widest * 73 / 10).max(20 + 130 * s.core.extensions().len());
+    for (k, v) in lines {
         let _ = write!(
             body,
             r##"<text x="10" y="{y}" font-size="12"><tspan font-weight="bold">{}:</tspan> {}</text>"##,
@@ -430,7 +441,7 @@ pub fn svg(_: &HostModel, s: &State) -> String {
         y += 18;
     }
     format!(
-        r#"<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="1100" height="{}" font-family="monospace">{body}</svg>"#,
+        r#"<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{}" font-family="monospace">{body}</svg>"#,
         y + 10
     )
 }

@@ -19,9 +19,12 @@ pub const DECLARED_TOOL: &str = "x";
 /// The undeclared tool the manifest extension may register (M-5 mismatch).
 pub const UNDECLARED_TOOL: &str = "y";
 /// The default pool of tool names a plain extension registers from: `x`
-/// clashes across extensions and within one batch, `base` clashes with the
-/// base tool, `m_x` collides with the manifest tool's API name.
-pub const DEFAULT_TOOL_NAMES: &[&str] = &["x", "base", "m_x"];
+/// clashes across extensions and within one batch, `m_x` collides with the
+/// manifest tool's API name (`m:x` becomes `m_x`, M-6). `base` (a clash with
+/// the base tool) and `m:x` (a name in `m`'s namespace, refused from a plain
+/// extension) are checked by the test suite's second pool
+/// ([`Bounds::ci_names`]).
+pub const DEFAULT_TOOL_NAMES: &[&str] = &["x", "m_x"];
 
 const DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -61,7 +64,8 @@ pub struct Bounds {
 
 impl Default for Bounds {
     /// The default check: three extensions (two plain, one manifest), two
-    /// tools, one hook and two disposers per activation, four requests.
+    /// tools, one hook and two disposers per activation, three requests
+    /// (plus `dispose`), every fault point.
     fn default() -> Self {
         Self {
             extensions: 3,
@@ -69,7 +73,7 @@ impl Default for Bounds {
             tools: 2,
             hooks: 1,
             disposers: 2,
-            ops: 4,
+            ops: 3,
             withdraws: 1,
             late: true,
             hangs: 1,
@@ -87,9 +91,9 @@ impl Bounds {
         Self {
             extensions: 3,
             manifest: true,
-            tools: 1,
+            tools: 2,
             hooks: 2,
-            disposers: 1,
+            disposers: 2,
             ops: 2,
             withdraws: 1,
             late: true,
@@ -97,6 +101,17 @@ impl Bounds {
             refused: 2,
             cleanup_failures: 2,
             tool_names: vec!["x".into(), "m_x".into()],
+        }
+    }
+
+    /// The CI bounds with the other names: `base` (a clash with the base
+    /// tool) and `m:x` (a plain extension taking a name in the manifest
+    /// extension's namespace, which the core must refuse).
+    pub fn ci_names() -> Self {
+        Self {
+            disposers: 1,
+            tool_names: vec!["base".into(), "m:x".into()],
+            ..Self::ci()
         }
     }
 }
@@ -248,6 +263,17 @@ impl Scenario {
     /// True when this scenario has a manifest extension.
     pub fn has_manifest(&self) -> bool {
         self.extensions.iter().any(|e| e.meta.namespaced)
+    }
+
+    /// True when some name of the plain pool is not an ID-1 segment (such as
+    /// `m:x`), which the core must refuse from a plain extension (H-4).
+    pub fn has_invalid_plain_name(&self) -> bool {
+        self.extensions.iter().any(|e| !e.meta.namespaced)
+            && self
+                .bounds
+                .tool_names
+                .iter()
+                .any(|n| exthost::validate_id_segment(n).is_err())
     }
 
     /// True when some plain tool name collides with the API name of a

@@ -219,6 +219,10 @@ pub struct Env {
     /// The context that closed in the last step, with its extension: a
     /// late registration may be tried through it in the next step.
     pub closed: Option<(ContextId, String)>,
+    /// The context that opened in the last step: in the next step, code of
+    /// the previous attempt may register through that attempt's (closed)
+    /// context.
+    pub opened: Option<ContextId>,
     /// Cleanup steps of unsettled operations.
     pub cleanup: Vec<CleanupObs>,
     /// Emits in progress.
