@@ -1,0 +1,33 @@
+//! # exthost-model
+//!
+//! A [stateright] model of the exthost pure core. The model's state is the
+//! core's own [`HostCore`](exthost::core::HostCore) plus a small
+//! environment ([`state::Env`]); its actions are the core's
+//! [`Input`](exthost::core::Input)s, chosen nondeterministically within
+//! [`Bounds`]; every transition is the core's real
+//! [`apply`](exthost::core::HostCore::apply) followed by the environment
+//! observing the returned effects. There is no second implementation of the
+//! host's logic here: the properties judge what the core did.
+//!
+//! The invariants of SPEC section 6 are properties named `INV-1` ...
+//! `INV-10` ([`properties`]); `sometimes` properties show the interesting
+//! states are reached. [`mutants`] lists the seeded bugs of the core and the
+//! invariant each must break. [`run::check`] runs a check and builds a
+//! [`run::Report`]; the `exthost-model` binary wraps it in a command line.
+//!
+//! See `docs/model-checking.md` for the bounds, the measured state counts
+//! and what the model does not cover.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod model;
+pub mod mutants;
+pub mod properties;
+pub mod render;
+pub mod run;
+pub mod scenario;
+pub mod state;
+
+pub use model::{Action, HostModel};
+pub use scenario::{Bounds, Scenario};
+pub use state::State;

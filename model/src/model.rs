@@ -1,0 +1,965 @@
+//! The stateright [`Model`]: actions are the core's [`Input`]s (plus one
+//! environment-only choice, hanging an `activate`), and every transition is
+//! [`HostCore::apply`] followed by the environment observing the effects.
+
+use exthost::core::{
+    Awaiting, CleanupStep, ContextId, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId,
+    OpKind, OpOutcome, Phase, Registered, Registration, Status,
+};
+use stateright::{Model, Path, Property};
+
+use crate::properties;
+use crate::render;
+use crate::scenario::{Bounds, DiscoveryStep, LATE_TOOL, Scenario};
+use crate::state::{
+    Activation, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, Settled, State, Violations,
+};
+
+/// An extension, by its index in [`Scenario::extensions`].
+pub type Ext = u8;
+
+/// What extension code registers (the tool by its index in the extension's
+/// pool, so that actions stay small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reg {
+    /// The tool at this index of the extension's pool.
+    Tool(u8),
+    /// The tool a late registration tries ([`crate::scenario::LATE_TOOL`]).
+    LateTool,
+    /// A hook.
+    Hook,
+    /// A disposer.
+    Disposer,
+}
+
+/// One step of the environment. Every variant but [`Action::Hang`] is fed
+/// to the core as the [`Input`] of the same name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Submit the discovery batch of this script step.
+    Discover(usize),
+    /// A caller requests an operation.
+    Request(OpKind),
+    /// A caller drops its future before its operation began.
+    Withdraw(OpId),
+    /// The queued operation begins. Offered when the core awaits it, and
+    /// also (as a probe) for the head of the queue while another operation
+    /// runs: the core must refuse that (H-3), and the model drops the
+    /// refused probe; a core that accepts it breaks INV-4.
+    Begin {
+        /// The operation.
+        op: OpId,
+        /// What it is.
+        kind: OpKind,
+    },
+    /// The factory returns (an instance, or an error).
+    Factory {
+        /// The extension (index into the scenario's extensions).
+        ext: Ext,
+        /// The activation's context.
+        context: ContextId,
+        /// It returned an instance.
+        ok: bool,
+    },
+    /// `activate` registers something through its open context.
+    Register {
+        /// The extension (index into the scenario's extensions).
+        ext: Ext,
+        /// The context.
+        context: ContextId,
+        /// What.
+        reg: Reg,
+    },
+    /// `activate` hangs: it returns only once its cancellation signal fired.
+    Hang {
+        /// The extension (index into the scenario's extensions).
+        ext: Ext,
+        /// The context.
+        context: ContextId,
+    },
+    /// `activate` returns.
+    ActivateReturned {
+        /// The extension (index into the scenario's extensions).
+        ext: Ext,
+        /// The context.
+        context: ContextId,
+        /// It returned `Ok`.
+        ok: bool,
+    },
+    /// The running hook finishes.
+    Hook {
+        /// The emit.
+        op: OpId,
+        /// The hook.
+        hook: LiveHook,
+        /// It succeeded.
+        ok: bool,
+    },
+    /// The shell runs the running emit's remaining hooks itself and reports
+    /// them in one input (`HooksFinished`), from the hook the core asked for
+    /// to the last.
+    Hooks {
+        /// The emit.
+        op: OpId,
+        /// The hooks it ran, in order.
+        hooks: Vec<LiveHook>,
+        /// Whether each succeeded.
+        results: Vec<bool>,
+    },
+    /// The running cleanup step finishes.
+    Cleanup {
+        /// The operation (rollback or shutdown).
+        op: OpId,
+        /// The step.
+        step: CleanupStep,
+        /// It succeeded.
+        ok: bool,
+    },
+    /// Extension code registers through a context whose activation settled.
+    LateRegister {
+        /// The extension, when the environment knows it.
+        ext: Option<Ext>,
+        /// The closed context.
+        context: ContextId,
+        /// What.
+        reg: Reg,
+    },
+}
+
+/// The model: a scenario, and the seeded bug the core runs (if any).
+#[derive(Debug, Clone)]
+pub struct HostModel {
+    /// What the environment may do.
+    pub scenario: Scenario,
+    /// The seeded bug, or `None` for the real core.
+    pub mutant: Option<Mutant>,
+}
+
+fn result(ok: bool, what: &str) -> Result<(), Failure> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::error(format!("{what} failed")))
+    }
+}
+
+fn clamp(n: usize) -> u8 {
+    u8::try_from(n).unwrap_or(u8::MAX)
+}
+
+/// H-1: the only status transitions.
+fn allowed(before: Option<Status>, after: Status) -> bool {
+    use Status::*;
+    matches!(
+        (before, after),
+        (None, Discovered)
+            | (Some(Discovered), Activating)
+            | (Some(Activating), Active)
+            | (Some(Activating), Failed)
+            | (Some(Failed), Activating)
+            | (Some(Active), Disposed)
+    ) || before == Some(after)
+}
+
+impl HostModel {
+    /// A model of the real core under these bounds.
+    pub fn new(bounds: Bounds) -> Self {
+        Self::with_mutant(bounds, None)
+    }
+
+    /// A model of the core running `mutant`.
+    pub fn with_mutant(bounds: Bounds, mutant: Option<Mutant>) -> Self {
+        Self {
+            scenario: Scenario::new(bounds),
+            mutant,
+        }
+    }
+
+    /// The state every run starts from.
+    pub fn initial_state(&self) -> State {
+        let b = &self.scenario.bounds;
+        State {
+            core: self.scenario.initial.clone().with_mutant(self.mutant),
+            env: Env {
+                requests_left: clamp(b.ops),
+                withdraws_left: clamp(b.withdraws),
+                hangs_left: clamp(b.hangs),
+                ..Env::default()
+            },
+        }
+    }
+
+    /// The index of the extension with this id.
+    pub fn ext_index(&self, id: &str) -> Ext {
+        let i = self
+            .scenario
+            .extensions
+            .iter()
+            .position(|e| e.id() == id)
+            .expect("an extension of the scenario");
+        Ext::try_from(i).expect("few extensions")
+    }
+
+    /// The id of an extension by index.
+    pub fn ext_id(&self, ext: Ext) -> &str {
+        self.scenario.extensions[usize::from(ext)].id()
+    }
+
+    /// The registration a [`Reg`] stands for.
+    pub fn registration(&self, ext: Option<Ext>, reg: Reg) -> Registration {
+        match reg {
+            Reg::Tool(i) => {
+                let ext = ext.expect("a pool tool names its extension");
+                Registration::Tool(
+                    self.scenario.extensions[usize::from(ext)].pool[usize::from(i)].clone(),
+                )
+            }
+            Reg::LateTool => {
+                Registration::Tool(exthost::core::ToolSpec::new(LATE_TOOL, "late tool", "00"))
+            }
+            Reg::Hook => Registration::Hook,
+            Reg::Disposer => Registration::Disposer,
+        }
+    }
+
+    /// The input an action feeds to the core (`None` for [`Action::Hang`]).
+    pub fn input(&self, action: &Action) -> Option<Input> {
+        Some(match action {
+            Action::Discover(step) => Input::Discover(self.scenario.batch(*step)),
+            Action::Request(kind) => Input::Request(kind.clone()),
+            Action::Withdraw(op) => Input::Withdraw(*op),
+            Action::Begin { op, .. } => Input::Begin(*op),
+            Action::Factory { context, ok, .. } => Input::FactoryReturned {
+                context: *context,
+                result: result(*ok, "factory"),
+            },
+            Action::Register { ext, context, reg } => Input::Register {
+                context: *context,
+                registration: self.registration(Some(*ext), *reg),
+            },
+            Action::LateRegister { ext, context, reg } => Input::Register {
+                context: *context,
+                registration: self.registration(*ext, *reg),
+            },
+            Action::Hang { .. } => return None,
+            Action::ActivateReturned { context, ok, .. } => Input::ActivateReturned {
+                context: *context,
+                result: result(*ok, "activate"),
+            },
+            Action::Hook { op, ok, .. } => Input::HookFinished {
+                op: *op,
+                result: result(*ok, "hook"),
+            },
+            Action::Hooks { op, results, .. } => Input::HooksFinished {
+                op: *op,
+                results: results.iter().map(|ok| result(*ok, "hook")).collect(),
+            },
+            Action::Cleanup { op, ok, .. } => Input::CleanupFinished {
+                op: *op,
+                result: result(*ok, "cleanup step"),
+            },
+        })
+    }
+
+    fn activation_actions(&self, s: &State, context: ContextId, out: &mut Vec<Action>) {
+        let b = &self.scenario.bounds;
+        let Some(a) = s.env.activation(context) else {
+            return;
+        };
+        let ext = self.ext_index(&a.ext);
+        if a.hung {
+            // A hung activate returns only after its signal fired.
+            if a.cancelled {
+                out.push(Action::ActivateReturned {
+                    ext,
+                    context,
+                    ok: true,
+                });
+            }
+            return;
+        }
+        if usize::from(a.tool_attempts) < b.tools {
+            let pool = self.scenario.extensions[usize::from(ext)].pool.len();
+            for i in 0..pool {
+                out.push(Action::Register {
+                    ext,
+                    context,
+                    reg: Reg::Tool(u8::try_from(i).expect("a small pool")),
+                });
+            }
+        }
+        if usize::from(a.hook_attempts) < b.hooks {
+            out.push(Action::Register {
+                ext,
+                context,
+                reg: Reg::Hook,
+            });
+        }
+        if usize::from(a.disposer_attempts) < b.disposers {
+            out.push(Action::Register {
+                ext,
+                context,
+                reg: Reg::Disposer,
+            });
+        }
+        if s.env.hangs_left > 0 && !a.cancelled {
+            out.push(Action::Hang { ext, context });
+        }
+        for ok in [true, false] {
+            out.push(Action::ActivateReturned { ext, context, ok });
+        }
+    }
+
+    /// The inputs the core awaits now: the queue head's `Begin`, or the
+    /// result of the factory, `activate` (with registrations and hangs),
+    /// a hook or a cleanup step, each succeeding or failing.
+    fn awaited_actions(&self, s: &State, out: &mut Vec<Action>) {
+        let core = &s.core;
+        let env = &s.env;
+        match core.awaiting() {
+            Some(Awaiting::Begin(op)) => {
+                if let Some(p) = env.ops.iter().find(|p| p.op == op) {
+                    out.push(Action::Begin {
+                        op,
+                        kind: p.kind.clone(),
+                    });
+                }
+            }
+            Some(Awaiting::Factory(context)) => {
+                if let Some(a) = env.activation(context) {
+                    for ok in [true, false] {
+                        out.push(Action::Factory {
+                            ext: self.ext_index(&a.ext),
+                            context,
+                            ok,
+                        });
+                    }
+                }
+            }
+            Some(Awaiting::Activate(context)) => self.activation_actions(s, context, out),
+            Some(Awaiting::Hook(op, hook)) => {
+                for ok in [true, false] {
+                    out.push(Action::Hook {
+                        op,
+                        hook: hook.clone(),
+                        ok,
+                    });
+                }
+                // At an emit's first hook the shell may instead run the
+                // whole list and report every result at once.
+                let first = env
+                    .emits
+                    .iter()
+                    .find(|e| e.op == op)
+                    .is_some_and(|e| e.calls.len() == 1);
+                if first
+                    && let Some(list) = core.emit_hooks(op)
+                    && let Some(start) = list.iter().position(|h| *h == hook)
+                {
+                    let hooks: Vec<LiveHook> = list.iter().skip(start).cloned().collect();
+                    let n = hooks.len().min(8);
+                    for bits in 0..(1u32 << n) {
+                        out.push(Action::Hooks {
+                            op,
+                            hooks: hooks.clone(),
+                            results: (0..n).map(|i| bits & (1 << i) == 0).collect(),
+                        });
+                    }
+                }
+            }
+            Some(Awaiting::Cleanup(op, step)) => {
+                let failed = env
+                    .cleanup
+                    .iter()
+                    .filter(|c| c.op == op && c.failed == Some(true))
+                    .count();
+                let outcomes: &[bool] = if failed < self.scenario.bounds.cleanup_failures {
+                    &[true, false]
+                } else {
+                    &[true]
+                };
+                for &ok in outcomes {
+                    out.push(Action::Cleanup {
+                        op,
+                        step: step.clone(),
+                        ok,
+                    });
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Registrations through closed contexts: the one that closed in the
+    /// last step (tool, hook, disposer), and, right after a new context
+    /// opened, the previous attempt's context (tool, hook): the core must
+    /// tell the contexts apart. Both windows last one step, so a refused
+    /// registration (which changes nothing) never repeats a state.
+    fn late_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if let Some((context, ext)) = &s.env.closed {
+            let ext = self.ext_index(ext);
+            for reg in [Reg::LateTool, Reg::Hook, Reg::Disposer] {
+                out.push(Action::LateRegister {
+                    ext: Some(ext),
+                    context: *context,
+                    reg,
+                });
+            }
+        }
+        if let Some(open) = s.env.opened
+            && open.0 > 1
+            && s.core.open_context() == Some(open)
+        {
+            let stale = ContextId(open.0 - 1);
+            for reg in [Reg::LateTool, Reg::Hook] {
+                out.push(Action::LateRegister {
+                    ext: None,
+                    context: stale,
+                    reg,
+                });
+            }
+        }
+    }
+
+    /// Applies `action` to a copy of `last` and observes the effects.
+    /// Returns `None` only for a refused scheduler probe (see
+    /// [`Action::Begin`]).
+    fn step(&self, last: &State, action: &Action) -> Option<State> {
+        let mut s = last.clone();
+        s.env.last.clear();
+        s.env.note = None;
+        s.env.closed = None;
+        s.env.opened = None;
+        if !matches!(action, Action::Discover(_)) {
+            // Refused batches are tried only right after the first batch,
+            // before anything else happens (they change nothing, so trying
+            // them later would only repeat states).
+            let script = &self.scenario.script;
+            while usize::from(s.env.script) < script.len()
+                && matches!(
+                    script[usize::from(s.env.script)],
+                    DiscoveryStep::Refuse { .. }
+                )
+                && s.env.script > 0
+            {
+                s.env.script += 1;
+            }
+        }
+        if let Action::Hang { context, .. } = action {
+            s.env.hangs_left -= 1;
+            if let Some(a) = s.env.activation_mut(*context) {
+                a.hung = true;
+            }
+            return Some(s);
+        }
+        let before = &last.core;
+        let input = self.input(action).expect("only Hang has no input");
+        match s.core.apply(input) {
+            Err(error) => {
+                if matches!(action, Action::Begin { .. }) && before.running_op().is_some() {
+                    // The core refused to begin an operation while another
+                    // runs: exactly what H-3 asks. The probe is not a step.
+                    return None;
+                }
+                Violations::record(
+                    &mut s.env.violations.protocol,
+                    format!("{}: {error}", render::action(self, action)),
+                );
+                Some(s)
+            }
+            Ok(effects) => {
+                self.observe(&mut s, before, action, effects);
+                check_statuses(before, &mut s);
+                check_api_names(before, &mut s);
+                Some(s)
+            }
+        }
+    }
+
+    fn observe(&self, s: &mut State, before: &HostCore, action: &Action, effects: Vec<Effect>) {
+        let env = &mut s.env;
+        let protocol = |env: &mut Env, message: String| {
+            Violations::record(&mut env.violations.protocol, message);
+        };
+        // What the action itself tells the environment.
+        match action {
+            Action::Discover(step) => env.script = clamp(step + 1),
+            Action::Request(OpKind::Dispose) => env.dispose_requested = true,
+            Action::Request(_) => env.requests_left -= 1,
+            Action::Withdraw(op) => {
+                env.withdraws_left -= 1;
+                env.ops.retain(|p| p.op != *op);
+                env.note = Some(Note::Withdrawn);
+                if s.core.queued().iter().any(|(q, _)| q == op) {
+                    protocol(env, format!("{op} is still queued after its withdrawal"));
+                }
+            }
+            Action::Begin { op, .. } => {
+                let expected = env.ops.iter().find(|p| p.status == OpStatus::Queued);
+                if expected.map(|p| p.op) != Some(*op) {
+                    Violations::record(
+                        &mut env.violations.inv4,
+                        format!(
+                            "{op} began, but the first request not begun is {}",
+                            expected.map_or("none".into(), |p| p.op.to_string())
+                        ),
+                    );
+                }
+                if let Some(p) = env.ops.iter_mut().find(|p| p.op == *op) {
+                    p.status = OpStatus::Begun;
+                    match p.kind {
+                        OpKind::Emit => env.emits.push(EmitObs {
+                            op: *op,
+                            live: before.live_hooks().iter().cloned().collect(),
+                            calls: Vec::new(),
+                        }),
+                        OpKind::Dispose => env.dispose_begun = true,
+                        OpKind::Activate(_) => {}
+                    }
+                }
+            }
+            Action::Factory { context, ok, .. } => {
+                if *ok && let Some(a) = env.activation_mut(*context) {
+                    a.instance = true;
+                }
+            }
+            Action::Register { context, reg, .. } => {
+                if let Some(a) = env.activation_mut(*context) {
+                    match reg {
+                        Reg::Tool(_) | Reg::LateTool => a.tool_attempts += 1,
+                        Reg::Hook => a.hook_attempts += 1,
+                        Reg::Disposer => a.disposer_attempts += 1,
+                    }
+                }
+            }
+            Action::ActivateReturned { context, .. } => {
+                if let Some(a) = env.activation_mut(*context) {
+                    a.open = false;
+                    let ext = a.ext.clone();
+                    if self.scenario.bounds.late {
+                        env.closed = Some((*context, ext));
+                    }
+                }
+            }
+            Action::Hook { op, .. } => {
+                let failed = self.failed(action);
+                if let Some(call) = env
+                    .emits
+                    .iter_mut()
+                    .find(|e| e.op == *op)
+                    .and_then(|e| e.calls.last_mut())
+                {
+                    call.1 = Some(failed);
+                }
+            }
+            Action::Hooks { op, hooks, results } => {
+                if let Some(e) = env.emits.iter_mut().find(|e| e.op == *op) {
+                    // The first was asked for (`RunHook`); the shell ran the
+                    // rest from the emit's list.
+                    if let Some(first) = e.calls.last_mut() {
+                        first.1 = Some(!results[0]);
+                    }
+                    for (hook, ok) in hooks.iter().zip(results).skip(1) {
+                        e.calls.push((hook.clone(), Some(!ok)));
+                    }
+                }
+            }
+            Action::Cleanup { op, .. } => {
+                let failed = self.failed(action);
+                if let Some(obs) = env
+                    .cleanup
+                    .iter_mut()
+                    .rev()
+                    .find(|c| c.op == *op && c.failed.is_none())
+                {
+                    obs.failed = Some(failed);
+                }
+            }
+            Action::LateRegister { context, .. } => {
+                let changed = [
+                    (before.registry() != s.core.registry(), "the registry"),
+                    (before.live_hooks() != s.core.live_hooks(), "the live hooks"),
+                    (before.extensions() != s.core.extensions(), "the extensions"),
+                ];
+                for (did, what) in changed {
+                    if did {
+                        Violations::record(
+                            &mut env.violations.inv5,
+                            format!("a registration on closed {context} changed {what}"),
+                        );
+                    }
+                }
+            }
+            Action::Hang { .. } => unreachable!("handled before apply"),
+        }
+        // What the core's effects tell it, in order.
+        for effect in effects {
+            match effect {
+                Effect::Discovered(reply) => {
+                    let Action::Discover(step) = action else {
+                        protocol(env, "a discovery reply to another input".into());
+                        continue;
+                    };
+                    match (&self.scenario.script[*step], reply) {
+                        (DiscoveryStep::Accept(ids), Ok(())) => env.discovered.extend(
+                            ids.iter()
+                                .map(|&i| self.scenario.extensions[i].id().to_owned()),
+                        ),
+                        (DiscoveryStep::Accept(_), Err(e)) => {
+                            protocol(env, format!("a valid batch was refused: {e:?}"))
+                        }
+                        (DiscoveryStep::Refuse { why, .. }, Ok(())) => Violations::record(
+                            &mut env.violations.inv6,
+                            format!("a batch where {why} was accepted"),
+                        ),
+                        (DiscoveryStep::Refuse { why, .. }, Err(_)) => {
+                            env.note = Some(Note::DiscoveryRefused);
+                            if before.statuses() != s.core.statuses()
+                                || before.registry() != s.core.registry()
+                            {
+                                Violations::record(
+                                    &mut env.violations.inv6,
+                                    format!(
+                                        "a refused batch (where {why}) changed the extensions \
+                                         or the registry"
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+                Effect::Enqueued(op) => match action {
+                    Action::Request(kind) => env.ops.push(PendingOp {
+                        op,
+                        kind: kind.clone(),
+                        status: OpStatus::Queued,
+                    }),
+                    _ => protocol(env, format!("{op} enqueued by another input")),
+                },
+                Effect::Rejected(r) => {
+                    protocol(env, format!("a request was rejected while open: {r:?}"))
+                }
+                Effect::JoinDispose(op) => {
+                    protocol(env, format!("a single dispose was joined to {op}"))
+                }
+                Effect::Registration(reply) => self.registration_reply(env, action, reply),
+                Effect::CallFactory {
+                    op,
+                    extension,
+                    context,
+                } => {
+                    let own = matches!(action, Action::Begin { op: begun, kind: OpKind::Activate(id) }
+                        if *begun == op && *id == extension);
+                    if !own {
+                        Violations::record(
+                            &mut env.violations.inv6,
+                            format!(
+                                "the factory of {extension} was called outside an activation \
+                                 of {extension} ({op}, by: {})",
+                                render::action(self, action)
+                            ),
+                        );
+                    }
+                    env.running.push(Activation::new(op, extension, context));
+                }
+                Effect::RunActivate { context, .. } => match env.activation_mut(context) {
+                    Some(a) => {
+                        a.open = true;
+                        if self.scenario.bounds.late {
+                            env.opened = Some(context);
+                        }
+                    }
+                    None => protocol(env, format!("activate run for unknown {context}")),
+                },
+                Effect::Cancel { context } => match env.activation_mut(context) {
+                    Some(a) => a.cancelled = true,
+                    None => protocol(env, format!("cancel of unknown {context}")),
+                },
+                Effect::RunHook { op, hook } => match env.emits.iter_mut().find(|e| e.op == op) {
+                    Some(e) => e.calls.push((hook, None)),
+                    None => protocol(env, format!("a hook run for {op}, not an emit")),
+                },
+                Effect::RunCleanup { op, step } => env.cleanup.push(CleanupObs {
+                    op,
+                    step,
+                    failed: None,
+                }),
+                Effect::Publish | Effect::Forget { .. } | Effect::ForgetAll => {}
+                Effect::Settle { op, outcome } => settle(env, op, outcome),
+            }
+        }
+    }
+
+    fn failed(&self, action: &Action) -> bool {
+        matches!(
+            action,
+            Action::Hook { ok: false, .. } | Action::Cleanup { ok: false, .. }
+        )
+    }
+
+    fn registration_reply(
+        &self,
+        env: &mut Env,
+        action: &Action,
+        reply: Result<Registered, exthost::core::ContextClosed>,
+    ) {
+        match action {
+            Action::Register { ext, context, reg } => {
+                let registration = self.registration(Some(*ext), *reg);
+                let Some(a) = env.activation_mut(*context) else {
+                    Violations::record(
+                        &mut env.violations.protocol,
+                        format!("a registration on unknown {context}"),
+                    );
+                    return;
+                };
+                match (reply, &registration) {
+                    (Ok(Registered::Tool(t)), Registration::Tool(spec)) => {
+                        a.tools.push((t, spec.name.clone()))
+                    }
+                    (Ok(Registered::Hook(h)), Registration::Hook) => a.hooks.push(h),
+                    (Ok(Registered::Disposer(d)), Registration::Disposer) => a.disposers.push(d),
+                    (reply, _) => Violations::record(
+                        &mut env.violations.protocol,
+                        format!("open {context} answered a registration with {reply:?}"),
+                    ),
+                }
+            }
+            Action::LateRegister { context, .. } => match reply {
+                Err(_) => env.note = Some(Note::LateRefused),
+                Ok(handle) => {
+                    env.note = Some(Note::LateAccepted);
+                    Violations::record(
+                        &mut env.violations.inv5,
+                        format!("closed {context} accepted a registration ({handle:?})"),
+                    );
+                }
+            },
+            _ => Violations::record(
+                &mut env.violations.protocol,
+                "a registration reply to another input".into(),
+            ),
+        }
+    }
+}
+
+fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
+    let Some(pos) = env.ops.iter().position(|p| p.op == op) else {
+        Violations::record(
+            &mut env.violations.protocol,
+            format!("{op} settled but no caller waits for it"),
+        );
+        return;
+    };
+    let pending = env.ops.remove(pos);
+    if pending.status != OpStatus::Begun {
+        Violations::record(
+            &mut env.violations.protocol,
+            format!("{op} settled before it began"),
+        );
+    }
+    let activation = env
+        .running
+        .iter()
+        .position(|a| a.op == op)
+        .map(|i| env.running.remove(i));
+    let mut cleanup = Vec::new();
+    env.cleanup.retain(|c| {
+        if c.op == op {
+            cleanup.push(c.clone());
+            false
+        } else {
+            true
+        }
+    });
+    let emit = env
+        .emits
+        .iter()
+        .position(|e| e.op == op)
+        .map(|i| env.emits.remove(i));
+    let mut active_at_start = Vec::new();
+    match &outcome {
+        OpOutcome::Activated { extension } => match &activation {
+            Some(a) => env.active.push(a.committed()),
+            None => Violations::record(
+                &mut env.violations.protocol,
+                format!("{extension} activated by {op}, which ran no activation"),
+            ),
+        },
+        OpOutcome::Disposed { .. } => {
+            env.disposed = true;
+            active_at_start = env.active.clone();
+        }
+        _ => {}
+    }
+    env.last.push(Settled {
+        op,
+        kind: pending.kind,
+        outcome,
+        activation,
+        cleanup,
+        emit,
+        active_at_start,
+    });
+}
+
+/// INV-7: every status change of this step is one H-1 lists.
+fn check_statuses(before: &HostCore, s: &mut State) {
+    let old = before.extensions();
+    let new = s.core.extensions();
+    if new.len() < old.len() {
+        Violations::record(
+            &mut s.env.violations.inv7,
+            "an extension disappeared".into(),
+        );
+    }
+    for (i, slot) in new.iter().enumerate() {
+        let status = slot.status();
+        let prev = old
+            .get(i)
+            .filter(|p| p.id() == slot.id())
+            .map(|p| p.status());
+        if !allowed(prev, status) {
+            Violations::record(
+                &mut s.env.violations.inv7,
+                format!(
+                    "{}: {} -> {status}, a transition H-1 does not have",
+                    slot.id(),
+                    prev.map_or("(unknown)".into(), |p| p.to_string())
+                ),
+            );
+        }
+    }
+}
+
+/// INV-10 (M-6): a tool's API name never changes while it stays live.
+fn check_api_names(before: &HostCore, s: &mut State) {
+    let old = before.registry();
+    for entry in s.core.registry().iter() {
+        if let Some(prev) = old.get(&entry.name)
+            && prev.binding == entry.binding
+            && prev.api_name != entry.api_name
+        {
+            Violations::record(
+                &mut s.env.violations.inv10,
+                format!(
+                    "{} changed its API name from {} to {} while live",
+                    entry.name, prev.api_name, entry.api_name
+                ),
+            );
+        }
+    }
+}
+
+impl Model for HostModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![self.initial_state()]
+    }
+
+    fn actions(&self, s: &State, out: &mut Vec<Action>) {
+        let core = &s.core;
+        let env = &s.env;
+        let script = &self.scenario.script;
+        let step = usize::from(env.script);
+        // First the steps of the running operation (what the core awaits),
+        // then the callers' choices: breadth-first search then prefers
+        // counterexamples where things happen in their natural order.
+        self.awaited_actions(s, out);
+        // Partial-order reduction: discovery, requests, withdrawals and late
+        // registrations touch only the discovery list and the queue (or,
+        // refused, nothing), which no step of a running operation reads
+        // before it settles. They commute with those steps, so offering them
+        // only while no operation runs reaches the same states. `dispose`
+        // does not commute with a pending activation (it fires the
+        // activation's signal), so it is offered at those points too.
+        let idle = core.running_op().is_none();
+        let cancellable = matches!(
+            core.awaiting(),
+            Some(Awaiting::Factory(_) | Awaiting::Activate(_))
+        );
+        if core.phase() == Phase::Open
+            && (idle || cancellable)
+            && step > 0
+            && !env.dispose_requested
+        {
+            out.push(Action::Request(OpKind::Dispose));
+        }
+        if core.phase() == Phase::Open && idle {
+            if step < script.len() {
+                out.push(Action::Discover(step));
+                if matches!(script[step], DiscoveryStep::Refuse { .. })
+                    && let Some(j) = (step + 1..script.len())
+                        .find(|&j| matches!(script[j], DiscoveryStep::Accept(_)))
+                {
+                    out.push(Action::Discover(j));
+                }
+            }
+            if step == 0 {
+                // The host discovers its first batch before any caller acts.
+                return;
+            }
+            if env.requests_left > 0 {
+                for ext in &self.scenario.extensions {
+                    out.push(Action::Request(OpKind::Activate(ext.id().to_owned())));
+                }
+                out.push(Action::Request(OpKind::Emit));
+            }
+        }
+        if idle && env.withdraws_left > 0 {
+            for p in &env.ops {
+                if p.status == OpStatus::Queued && p.kind != OpKind::Dispose {
+                    out.push(Action::Withdraw(p.op));
+                }
+            }
+        }
+        // The scheduler probe: try to begin the head of the queue while an
+        // operation runs. The real core refuses (see `step`).
+        if core.running_op().is_some()
+            && let Some(p) = env.ops.iter().find(|p| p.status == OpStatus::Queued)
+        {
+            out.push(Action::Begin {
+                op: p.op,
+                kind: p.kind.clone(),
+            });
+        }
+        if self.scenario.bounds.late {
+            self.late_actions(s, out);
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        self.step(last, &action)
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        render::action(self, action)
+    }
+
+    fn format_step(&self, last: &State, action: Action) -> Option<String> {
+        let mut core = last.core.clone();
+        let effects = match self.input(&action) {
+            None => "(no input: the environment's choice)".to_owned(),
+            Some(input) => match core.apply(input) {
+                Ok(effects) => render::effects(&effects),
+                Err(e) => format!("refused: {e}"),
+            },
+        };
+        let next = self.step(last, &action)?;
+        Some(format!(
+            "{}\n\neffects:\n{effects}\n\n{}",
+            render::action(self, &action),
+            render::summary(&next)
+        ))
+    }
+
+    fn as_svg(&self, path: Path<State, Action>) -> Option<String> {
+        Some(render::svg(self, path.last_state()))
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        properties::all(self)
+    }
+}

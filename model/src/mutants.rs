@@ -1,0 +1,176 @@
+//! The seeded bugs of `exthost::core::Mutant`, what each must break, and
+//! the small bounds under which the checker finds the break quickly.
+
+use exthost::core::Mutant;
+
+use crate::scenario::Bounds;
+
+/// One seeded bug and the invariants a correct model must catch it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantCase {
+    /// The seeded bug.
+    pub mutant: Mutant,
+    /// Its name, as `--mutant` takes it.
+    pub name: &'static str,
+    /// The invariants it must break (each with a counterexample).
+    pub breaks: &'static [&'static str],
+    /// What it does wrong, in one line.
+    pub summary: &'static str,
+}
+
+/// Every seeded bug, in the order `Mutant` declares them.
+pub const MUTANTS: [MutantCase; 12] = [
+    MutantCase {
+        mutant: Mutant::PublishBeforeValidate,
+        name: "PublishBeforeValidate",
+        breaks: &["INV-1"],
+        summary: "a staged tool goes live at registration, before validation",
+    },
+    MutantCase {
+        mutant: Mutant::SkipCandidateClone,
+        name: "SkipCandidateClone",
+        breaks: &["INV-1"],
+        summary: "commit writes into the live registry, so a refused batch leaves tools behind",
+    },
+    MutantCase {
+        mutant: Mutant::ForwardRollback,
+        name: "ForwardRollback",
+        breaks: &["INV-2"],
+        summary: "rollback runs disposers in registration order",
+    },
+    MutantCase {
+        mutant: Mutant::StopCleanupAtFirstFailure,
+        name: "StopCleanupAtFirstFailure",
+        breaks: &["INV-2", "INV-3"],
+        summary: "rollback and shutdown stop at the first failing step",
+    },
+    MutantCase {
+        mutant: Mutant::ForwardShutdown,
+        name: "ForwardShutdown",
+        breaks: &["INV-3"],
+        summary: "shutdown cleans up extensions in activation order",
+    },
+    MutantCase {
+        mutant: Mutant::NoContextClosedCheck,
+        name: "NoContextClosedCheck",
+        breaks: &["INV-5"],
+        summary: "registrations are accepted after the activation settled",
+    },
+    MutantCase {
+        mutant: Mutant::HookFailureStopsLater,
+        name: "HookFailureStopsLater",
+        breaks: &["INV-8"],
+        summary: "a failing hook stops delivery to later hooks",
+    },
+    MutantCase {
+        mutant: Mutant::StartBeforeSettled,
+        name: "StartBeforeSettled",
+        breaks: &["INV-4"],
+        summary: "an operation may begin before the previous one settled",
+    },
+    MutantCase {
+        mutant: Mutant::PartialDiscovery,
+        name: "PartialDiscovery",
+        breaks: &["INV-6"],
+        summary: "a refused discovery batch keeps the entries before the bad one",
+    },
+    MutantCase {
+        mutant: Mutant::DisposeFailedExtensions,
+        name: "DisposeFailedExtensions",
+        breaks: &["INV-7"],
+        summary: "shutdown marks failed extensions disposed (failed -> disposed)",
+    },
+    MutantCase {
+        mutant: Mutant::NoCancelOnDispose,
+        name: "NoCancelOnDispose",
+        breaks: &["INV-9"],
+        summary: "shutdown does not cancel the pending activation",
+    },
+    MutantCase {
+        mutant: Mutant::NoApiNameSuffix,
+        name: "NoApiNameSuffix",
+        breaks: &["INV-10"],
+        summary: "API-name collisions are not suffixed",
+    },
+];
+
+impl MutantCase {
+    /// The case for this mutant.
+    pub fn of(mutant: Mutant) -> &'static MutantCase {
+        MUTANTS
+            .iter()
+            .find(|c| c.mutant == mutant)
+            .expect("every mutant has a case")
+    }
+
+    /// Small bounds under which every invariant this mutant breaks has a
+    /// counterexample: what the mutant tests check.
+    pub fn bounds(&self) -> Bounds {
+        let mut b = Bounds {
+            extensions: 2,
+            manifest: false,
+            tools: 0,
+            hooks: 0,
+            disposers: 0,
+            ops: 1,
+            withdraws: 0,
+            late: false,
+            hangs: 0,
+            refused: 0,
+            cleanup_failures: 3,
+            tool_names: vec!["x".into()],
+        };
+        match self.mutant {
+            Mutant::PublishBeforeValidate => b.tools = 1,
+            Mutant::SkipCandidateClone => {
+                // A batch whose second tool clashes with its first.
+                b.tools = 2;
+                b.extensions = 1;
+            }
+            Mutant::ForwardRollback => b.disposers = 2,
+            Mutant::StopCleanupAtFirstFailure => b.disposers = 1,
+            Mutant::ForwardShutdown => b.ops = 2,
+            Mutant::NoContextClosedCheck => {
+                b.late = true;
+                b.extensions = 1;
+            }
+            Mutant::HookFailureStopsLater => {
+                b.hooks = 2;
+                b.ops = 2;
+                b.extensions = 1;
+            }
+            Mutant::StartBeforeSettled => b.ops = 2,
+            Mutant::PartialDiscovery => {
+                b.refused = 1;
+                b.ops = 0;
+            }
+            Mutant::DisposeFailedExtensions => b.extensions = 1,
+            Mutant::NoCancelOnDispose => {
+                b.hangs = 1;
+                b.extensions = 1;
+            }
+            Mutant::NoApiNameSuffix => {
+                b.manifest = true;
+                b.tools = 1;
+                b.tool_names = vec!["m_x".into()];
+            }
+        }
+        b
+    }
+}
+
+/// The mutant with this name (case-insensitive; `-` and `_` ignored, so
+/// `no-cancel-on-dispose` works too).
+pub fn parse(name: &str) -> Option<Mutant> {
+    let key = |s: &str| {
+        s.chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    let wanted = key(name);
+    MUTANTS
+        .iter()
+        .find(|c| key(c.name) == wanted)
+        .map(|c| c.mutant)
+}

@@ -1,0 +1,714 @@
+//! The invariants of SPEC section 6 as stateright properties, named
+//! `INV-1` ... `INV-10`, plus `sometimes` properties that prove the
+//! interesting states are reached (a property never exercised is a defect).
+//!
+//! Every check returns `Err(reason)` with the reason in the spec's words, so
+//! a counterexample can say what broke, not only which property.
+
+use std::collections::BTreeSet;
+
+use exthost::core::{
+    Binding, CleanupKind, CleanupStep, FailureCause, LiveHook, OpOutcome, Owner, RegistryError,
+    is_api_name,
+};
+use stateright::{Expectation, Property};
+
+use crate::model::HostModel;
+use crate::state::{Activation, Note, Settled, State};
+
+/// A check with a reason: `Ok` when the state satisfies it.
+pub type Check = fn(&HostModel, &State) -> Result<(), String>;
+
+/// The names of the ten checked invariants, in order.
+pub const INVARIANTS: [&str; 10] = [
+    "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "INV-9", "INV-10",
+];
+
+/// The property that holds when no input the environment chose was refused
+/// by the core and every reply was one the environment expected.
+pub const PROTOCOL: &str = "protocol";
+
+fn show<T: std::fmt::Debug>(items: &[T]) -> String {
+    format!("{items:?}")
+}
+
+fn failed(outcome: &OpOutcome) -> Option<&exthost::core::ActivationFailure> {
+    match outcome {
+        OpOutcome::ActivationFailed(f) => Some(f),
+        _ => None,
+    }
+}
+
+/// INV-1: atomic publication.
+pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
+    let core = &s.core;
+    let env = &s.env;
+    let registry = core.registry();
+    if env.dispose_begun {
+        if !registry.is_empty() {
+            return Err(format!(
+                "shutdown began but the registry still holds {}",
+                show(&registry.names())
+            ));
+        }
+        if !core.live_hooks().is_empty() {
+            return Err("shutdown began but hooks are still live".into());
+        }
+        return Ok(());
+    }
+    let sc = &m.scenario;
+    let active: BTreeSet<&str> = env.active.iter().map(|a| a.ext.as_str()).collect();
+    for slot in core.extensions() {
+        let is_active = slot.status() == exthost::core::Status::Active;
+        if is_active != active.contains(slot.id()) {
+            return Err(format!(
+                "{} is {} but the activations that settled say {}",
+                slot.id(),
+                slot.status(),
+                if active.contains(slot.id()) {
+                    "active"
+                } else {
+                    "not active"
+                }
+            ));
+        }
+    }
+    // Live entries, in publication order: the base tools, then each active
+    // extension in activation order, its tools in registration order.
+    let expected = sc
+        .base
+        .iter()
+        .zip(&sc.base_refs)
+        .map(|(spec, r)| (None, spec.name.as_str(), Binding::Live(*r)))
+        .chain(env.active.iter().flat_map(|a| {
+            a.tools
+                .iter()
+                .map(move |(tool, name)| (Some(a), name.as_str(), Binding::Live(*tool)))
+        }));
+    let mut live = registry.iter().filter(|e| e.binding != Binding::Dormant);
+    let mut expected = expected.peekable();
+    loop {
+        match (live.next(), expected.next()) {
+            (None, None) => break,
+            (Some(e), Some((a, name, binding))) => {
+                let runtime_ok = match a {
+                    None => e.name == name && e.owner == Owner::Base,
+                    Some(a) => {
+                        let namespaced = sc.meta(&a.ext).is_some_and(|m| m.namespaced);
+                        let name_ok = if namespaced {
+                            e.name
+                                .strip_prefix(a.ext.as_str())
+                                .and_then(|r| r.strip_prefix(':'))
+                                == Some(name)
+                        } else {
+                            e.name == name
+                        };
+                        name_ok && matches!(&e.owner, Owner::Extension(id) if *id == a.ext)
+                    }
+                };
+                if !runtime_ok || e.binding != binding {
+                    return Err(live_mismatch(m, s));
+                }
+            }
+            _ => return Err(live_mismatch(m, s)),
+        }
+    }
+    // Dormant descriptors: exactly the declared tools of discovered manifest
+    // extensions that are not active. Names are unique in the registry, so
+    // "each entry is expected" plus equal counts is set equality.
+    let mut expected_dormant = 0;
+    for id in &env.discovered {
+        let meta = sc.meta(id).ok_or("unknown extension discovered")?;
+        if meta.namespaced && !active.contains(id.as_str()) {
+            expected_dormant += meta.declared_tools.as_ref().map_or(0, Vec::len);
+        }
+    }
+    let mut dormant = 0;
+    for e in registry.iter().filter(|e| e.binding == Binding::Dormant) {
+        dormant += 1;
+        let Owner::Extension(id) = &e.owner else {
+            return Err(dormant_mismatch(m, s));
+        };
+        let expected = env.discovered.contains(id)
+            && !active.contains(id.as_str())
+            && sc.meta(id).is_some_and(|meta| {
+                meta.namespaced
+                    && meta.declared_tools.iter().flatten().any(|d| {
+                        e.name
+                            .strip_prefix(id.as_str())
+                            .and_then(|r| r.strip_prefix(':'))
+                            == Some(d.name.as_str())
+                            && e.description == d.description
+                            && e.schema_digest == d.schema_digest
+                    })
+            });
+        if !expected {
+            return Err(dormant_mismatch(m, s));
+        }
+    }
+    if dormant != expected_dormant {
+        return Err(dormant_mismatch(m, s));
+    }
+    // Hooks: the hooks of active extensions in (activation, registration)
+    // order.
+    let mut hooks = core.live_hooks().iter();
+    for a in &env.active {
+        for (index, hook) in a.hooks.iter().enumerate() {
+            match hooks.next() {
+                Some(h) if h.extension == a.ext && h.index == index && h.hook == *hook => {}
+                _ => return Err(hooks_mismatch(s)),
+            }
+        }
+    }
+    if hooks.next().is_some() {
+        return Err(hooks_mismatch(s));
+    }
+    Ok(())
+}
+
+fn live_mismatch(m: &HostModel, s: &State) -> String {
+    let sc = &m.scenario;
+    let mut expected: Vec<(String, Owner, Binding)> = sc
+        .base
+        .iter()
+        .zip(&sc.base_refs)
+        .map(|(spec, r)| (spec.name.clone(), Owner::Base, Binding::Live(*r)))
+        .collect();
+    for a in &s.env.active {
+        if let Some(meta) = sc.meta(&a.ext) {
+            for (tool, name) in &a.tools {
+                expected.push((
+                    meta.runtime_tool_name(name),
+                    Owner::Extension(a.ext.clone()),
+                    Binding::Live(*tool),
+                ));
+            }
+        }
+    }
+    let live: Vec<(String, Owner, Binding)> = s
+        .core
+        .registry()
+        .iter()
+        .filter(|e| e.binding != Binding::Dormant)
+        .map(|e| (e.name.clone(), e.owner.clone(), e.binding))
+        .collect();
+    format!(
+        "the live tools are {} but the base tools plus the active contributions are {}",
+        show(&live),
+        show(&expected)
+    )
+}
+
+fn dormant_mismatch(m: &HostModel, s: &State) -> String {
+    let mut expected = BTreeSet::new();
+    for id in &s.env.discovered {
+        let Some(meta) = m.scenario.meta(id) else {
+            continue;
+        };
+        if !meta.namespaced || s.env.active.iter().any(|a| &a.ext == id) {
+            continue;
+        }
+        for spec in meta.declared_tools.iter().flatten() {
+            expected.insert(meta.runtime_tool_name(&spec.name));
+        }
+    }
+    let dormant: BTreeSet<String> = s
+        .core
+        .registry()
+        .iter()
+        .filter(|e| e.binding == Binding::Dormant)
+        .map(|e| e.name.clone())
+        .collect();
+    format!(
+        "the dormant descriptors are {dormant:?} but the declared tools of inactive \
+         manifest extensions are {expected:?}"
+    )
+}
+
+fn hooks_mismatch(s: &State) -> String {
+    let hooks: Vec<LiveHook> = s.core.live_hooks().iter().cloned().collect();
+    let expected: Vec<LiveHook> = s
+        .env
+        .active
+        .iter()
+        .flat_map(|a| {
+            a.hooks.iter().enumerate().map(|(index, hook)| LiveHook {
+                extension: a.ext.clone(),
+                index,
+                hook: *hook,
+            })
+        })
+        .collect();
+    format!(
+        "the live hooks are {} but the hooks of active extensions in (activation, \
+         registration) order are {}",
+        show(&hooks),
+        show(&expected)
+    )
+}
+
+/// The cleanup an activation's contribution needs: its acquired disposers
+/// in reverse registration order, then the instance (if it has one).
+fn cleanup_steps(a: &Activation, instance: bool) -> Vec<CleanupStep> {
+    let step = |kind| CleanupStep {
+        extension: a.ext.clone(),
+        context: a.context,
+        kind,
+    };
+    let mut steps: Vec<CleanupStep> = a
+        .disposers
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(index, disposer)| {
+            step(CleanupKind::Disposer {
+                index,
+                disposer: *disposer,
+            })
+        })
+        .collect();
+    if instance {
+        steps.push(step(CleanupKind::Instance));
+    }
+    steps
+}
+
+/// Compares the observed cleanup of a settled operation with what it had to
+/// do, and the reported failures with the observed ones.
+fn cleanup_matches(
+    settled: &Settled,
+    expected: &[CleanupStep],
+    reported: &[exthost::core::StepFailure],
+    what: &str,
+) -> Result<(), String> {
+    let observed: Vec<&CleanupStep> = settled.cleanup.iter().map(|c| &c.step).collect();
+    let expected_refs: Vec<&CleanupStep> = expected.iter().collect();
+    if observed != expected_refs {
+        return Err(format!(
+            "{what} {} ran the cleanup steps {} but had to run {}",
+            settled.op,
+            crate::render::steps(observed.iter().copied()),
+            crate::render::steps(expected.iter()),
+        ));
+    }
+    if settled.cleanup.iter().any(|c| c.failed.is_none()) {
+        return Err(format!(
+            "{what} {} settled while a cleanup step still ran",
+            settled.op
+        ));
+    }
+    let failed: Vec<&CleanupStep> = settled
+        .cleanup
+        .iter()
+        .filter(|c| c.failed == Some(true))
+        .map(|c| &c.step)
+        .collect();
+    let reported: Vec<&CleanupStep> = reported.iter().map(|f| &f.step).collect();
+    if failed != reported {
+        return Err(format!(
+            "{what} {} reports the failed steps {} but {} failed",
+            settled.op,
+            crate::render::steps(reported.iter().copied()),
+            crate::render::steps(failed.iter().copied()),
+        ));
+    }
+    Ok(())
+}
+
+/// INV-2: rollback completeness.
+pub fn inv2(_: &HostModel, s: &State) -> Result<(), String> {
+    for settled in &s.env.last {
+        let Some(failure) = failed(&settled.outcome) else {
+            continue;
+        };
+        let Some(a) = &settled.activation else {
+            return Err(format!(
+                "{} failed without running an activation",
+                settled.op
+            ));
+        };
+        cleanup_matches(
+            settled,
+            &cleanup_steps(a, a.instance),
+            &failure.cleanup_failures,
+            "the rollback of",
+        )?;
+    }
+    Ok(())
+}
+
+/// INV-3: reverse disposal, every step once, exact aggregate.
+pub fn inv3(_: &HostModel, s: &State) -> Result<(), String> {
+    for settled in &s.env.last {
+        let OpOutcome::Disposed { failures } = &settled.outcome else {
+            continue;
+        };
+        let mut expected = Vec::new();
+        for a in settled.active_at_start.iter().rev() {
+            // A committed activation always has an instance.
+            expected.extend(cleanup_steps(a, true));
+        }
+        cleanup_matches(settled, &expected, failures, "the shutdown")?;
+    }
+    Ok(())
+}
+
+/// INV-4: serialization.
+pub fn inv4(_: &HostModel, s: &State) -> Result<(), String> {
+    let running = s.core.running_ops();
+    if running.len() > 1 {
+        return Err(format!(
+            "{} operations run at once: {running:?}",
+            running.len()
+        ));
+    }
+    let begun: Vec<_> = s
+        .env
+        .ops
+        .iter()
+        .filter(|p| p.status == crate::state::OpStatus::Begun)
+        .map(|p| p.op)
+        .collect();
+    if begun.len() > 1 {
+        return Err(format!("the callers saw {begun:?} begun and not settled"));
+    }
+    match &s.env.violations.inv4 {
+        Some(v) => Err(v.clone()),
+        None => Ok(()),
+    }
+}
+
+fn flag(v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(v) => Err(v.clone()),
+        None => Ok(()),
+    }
+}
+
+/// INV-5: a registration on a closed context changes nothing.
+pub fn inv5(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv5)
+}
+
+/// INV-6: a refused batch changes nothing; factories run only inside an
+/// activation of their own id.
+pub fn inv6(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv6)
+}
+
+/// INV-7: only H-1 transitions.
+pub fn inv7(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv7)
+}
+
+/// INV-8: each emit calls every hook live at its start exactly once, in
+/// order, and reports exactly the failed ones.
+pub fn inv8(_: &HostModel, s: &State) -> Result<(), String> {
+    for e in &s.env.emits {
+        let called: Vec<&LiveHook> = e.calls.iter().map(|c| &c.0).collect();
+        let prefix: Vec<&LiveHook> = e.live.iter().take(called.len()).collect();
+        if called.len() > e.live.len() || called != prefix {
+            return Err(format!(
+                "emit {} called {} but the hooks live at its start are {}",
+                e.op,
+                show(&called),
+                show(&e.live)
+            ));
+        }
+    }
+    for settled in &s.env.last {
+        let OpOutcome::Emitted { diagnostics } = &settled.outcome else {
+            continue;
+        };
+        let Some(e) = &settled.emit else {
+            return Err(format!("{} emitted without beginning an emit", settled.op));
+        };
+        let called: Vec<&LiveHook> = e.calls.iter().map(|c| &c.0).collect();
+        let live: Vec<&LiveHook> = e.live.iter().collect();
+        if called != live {
+            return Err(format!(
+                "emit {} called {} but the hooks live at its start were {}",
+                e.op,
+                show(&called),
+                show(&e.live)
+            ));
+        }
+        let failed: Vec<(&str, usize)> = e
+            .calls
+            .iter()
+            .filter(|c| c.1 == Some(true))
+            .map(|c| (c.0.extension.as_str(), c.0.index))
+            .collect();
+        let reported: Vec<(&str, usize)> = diagnostics
+            .iter()
+            .map(|d| (d.extension_id.as_str(), d.hook_index))
+            .collect();
+        if failed != reported || e.calls.iter().any(|c| c.1.is_none()) {
+            return Err(format!(
+                "emit {} reports the failed hooks {reported:?} but {failed:?} failed",
+                e.op
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// INV-9's goal: shutdown completed and every request settled (or was
+/// withdrawn). `eventually` holds when every complete path reaches it.
+pub fn inv9_goal(_: &HostModel, s: &State) -> Result<(), String> {
+    let mut missing = Vec::new();
+    if !s.env.disposed {
+        missing.push(format!(
+            "shutdown has not completed (the host is {})",
+            crate::render::phase(s.core.phase())
+        ));
+    }
+    for p in &s.env.ops {
+        missing.push(format!(
+            "{} {} has not settled",
+            p.op,
+            crate::render::kind(&p.kind)
+        ));
+    }
+    if let Some(a) = s.env.running.iter().find(|a| a.hung) {
+        missing.push(format!(
+            "the activate of {} hangs and its signal {}",
+            a.ext,
+            if a.cancelled { "fired" } else { "never fired" }
+        ));
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("no step is left and {}", missing.join("; ")))
+    }
+}
+
+/// INV-10: live names and API names unique, API names well formed, the
+/// mapping reversible (and stable while a tool stays live).
+pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
+    let registry = s.core.registry();
+    let mut count = 0;
+    for e in registry.iter() {
+        count += 1;
+        if !is_api_name(&e.api_name) {
+            return Err(format!(
+                "{}'s API name {:?} is not [A-Za-z0-9_-]{{1,64}}",
+                e.name, e.api_name
+            ));
+        }
+        // Two entries with one API name cannot both map back to themselves,
+        // so this also proves API names unique.
+        let back = registry
+            .get_by_api_name(&e.api_name)
+            .map(|b| b.name.as_str());
+        if back != Some(e.name.as_str()) {
+            return Err(format!(
+                "{} has the API name {}, which maps back to {back:?}",
+                e.name, e.api_name
+            ));
+        }
+    }
+    // Names are map keys; the publication order must hold each once.
+    if count != registry.len() {
+        return Err("the publication order and the names disagree".into());
+    }
+    flag(&s.env.violations.inv10)
+}
+
+/// The environment's protocol: no chosen input refused, no unexpected reply.
+pub fn protocol(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.protocol)
+}
+
+/// The check behind an `always` or `eventually` property, by name.
+pub fn check(name: &str) -> Option<Check> {
+    Some(match name {
+        "INV-1" => inv1,
+        "INV-2" => inv2,
+        "INV-3" => inv3,
+        "INV-4" => inv4,
+        "INV-5" => inv5,
+        "INV-6" => inv6,
+        "INV-7" => inv7,
+        "INV-8" => inv8,
+        "INV-9" => inv9_goal,
+        "INV-10" => inv10,
+        PROTOCOL => protocol,
+        _ => return None,
+    })
+}
+
+fn any_settled(s: &State, pred: impl Fn(&Settled) -> bool) -> bool {
+    s.env.last.iter().any(pred)
+}
+
+fn cause(settled: &Settled) -> Option<&FailureCause> {
+    failed(&settled.outcome).map(|f| &f.cause)
+}
+
+fn sometimes(name: &'static str, condition: fn(&HostModel, &State) -> bool) -> Property<HostModel> {
+    Property::sometimes(name, condition)
+}
+
+/// Every property of this model: the invariants, `protocol`, and the
+/// `sometimes` properties the bounds can reach.
+pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
+    let b = &m.scenario.bounds;
+    let mut p: Vec<Property<HostModel>> = vec![
+        Property::always("INV-1", |m, s| inv1(m, s).is_ok()),
+        Property::always("INV-2", |m, s| inv2(m, s).is_ok()),
+        Property::always("INV-3", |m, s| inv3(m, s).is_ok()),
+        Property::always("INV-4", |m, s| inv4(m, s).is_ok()),
+        Property::always("INV-5", |m, s| inv5(m, s).is_ok()),
+        Property::always("INV-6", |m, s| inv6(m, s).is_ok()),
+        Property::always("INV-7", |m, s| inv7(m, s).is_ok()),
+        Property::always("INV-8", |m, s| inv8(m, s).is_ok()),
+        Property::eventually("INV-9", |m, s| inv9_goal(m, s).is_ok()),
+        Property::always("INV-10", |m, s| inv10(m, s).is_ok()),
+        Property::always(PROTOCOL, |m, s| protocol(m, s).is_ok()),
+        sometimes(
+            "an activation rolled back with a failing disposer",
+            |_, s| {
+                any_settled(s, |st| {
+                    failed(&st.outcome).is_some_and(|f| {
+                        f.cleanup_failures
+                            .iter()
+                            .any(|c| matches!(c.step.kind, CleanupKind::Disposer { .. }))
+                    })
+                })
+            },
+        ),
+        sometimes("a shutdown aggregating two failures", |_, s| {
+            any_settled(
+                s,
+                |st| matches!(&st.outcome, OpOutcome::Disposed { failures } if failures.len() >= 2),
+            )
+        }),
+        sometimes("a hook failing while a later hook still runs", |_, s| {
+            any_settled(s, |st| {
+                st.emit.as_ref().is_some_and(|e| {
+                    e.calls
+                        .iter()
+                        .position(|c| c.1 == Some(true))
+                        .is_some_and(|i| i + 1 < e.calls.len())
+                })
+            })
+        }),
+        sometimes("a tool clash rejected", |_, s| {
+            any_settled(s, |st| {
+                matches!(
+                    cause(st),
+                    Some(FailureCause::Registry(RegistryError::Duplicate { .. }))
+                )
+            })
+        }),
+        sometimes("a retry after failure that succeeds", |_, s| {
+            any_settled(s, |st| match &st.outcome {
+                OpOutcome::Activated { extension } => {
+                    s.core.extension(extension).is_some_and(|e| match e {
+                        exthost::core::ExtensionSlot::Active(a) => a.attempts() >= 2,
+                        _ => false,
+                    })
+                }
+                _ => false,
+            })
+        }),
+        sometimes("a dispose that cancelled a pending activation", |_, s| {
+            any_settled(s, |st| matches!(cause(st), Some(FailureCause::Cancelled)))
+        }),
+        sometimes("a factory failure rolled back", |_, s| {
+            any_settled(s, |st| matches!(cause(st), Some(FailureCause::Factory(_))))
+        }),
+        sometimes("an activate of an unknown id", |_, s| {
+            any_settled(s, |st| matches!(st.outcome, OpOutcome::NotFound { .. }))
+        }),
+        sometimes("an activate of an active extension", |_, s| {
+            any_settled(s, |st| {
+                matches!(st.outcome, OpOutcome::AlreadyActive { .. })
+            })
+        }),
+        sometimes("an activation cancelled before its start", |_, s| {
+            any_settled(s, |st| {
+                matches!(st.outcome, OpOutcome::CancelledBeforeStart { .. })
+            })
+        }),
+    ];
+    if b.late {
+        p.push(sometimes("a late registration refused", |_, s| {
+            s.env.note == Some(Note::LateRefused)
+        }));
+    }
+    if b.hangs > 0 {
+        p.push(sometimes(
+            "a hung activation released by its cancellation",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(cause(st), Some(FailureCause::Cancelled))
+                        && st.activation.as_ref().is_some_and(|a| a.hung)
+                })
+            },
+        ));
+    }
+    if b.withdraws > 0 {
+        p.push(sometimes("a queued request withdrawn", |_, s| {
+            s.env.note == Some(Note::Withdrawn)
+        }));
+    }
+    if b.refused > 0 {
+        p.push(sometimes("a discovery batch refused", |_, s| {
+            s.env.note == Some(Note::DiscoveryRefused)
+        }));
+    }
+    if m.scenario.has_manifest() {
+        p.push(sometimes(
+            "a manifest extension active (dormant descriptor replaced)",
+            |m, s| {
+                any_settled(s, |st| match &st.outcome {
+                    OpOutcome::Activated { extension } => m
+                        .scenario
+                        .meta(extension)
+                        .is_some_and(|meta| meta.namespaced),
+                    _ => false,
+                })
+            },
+        ));
+        p.push(sometimes("a declaration mismatch refused (M-5)", |_, s| {
+            any_settled(s, |st| {
+                matches!(cause(st), Some(FailureCause::Declaration(_)))
+            })
+        }));
+    }
+    if m.scenario.has_invalid_plain_name() {
+        p.push(sometimes(
+            "a plain extension's `ext:tool` name refused (H-4)",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(
+                        cause(st),
+                        Some(FailureCause::Registry(RegistryError::InvalidName { .. }))
+                    )
+                })
+            },
+        ));
+    }
+    if m.scenario.has_api_collision() {
+        p.push(sometimes("an API name suffixed on collision", |_, s| {
+            // A suffix makes the API name longer than the runtime name
+            // (the scenario's names are short, so no name is shortened).
+            s.core
+                .registry()
+                .iter()
+                .any(|e| e.api_name.len() > e.name.len())
+        }));
+    }
+    p
+}
+
+/// The expectation of a property, by name.
+pub fn expectation(m: &HostModel, name: &str) -> Option<Expectation> {
+    all(m)
+        .into_iter()
+        .find(|p| p.name == name)
+        .map(|p| p.expectation)
+}

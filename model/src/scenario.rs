@@ -1,0 +1,289 @@
+//! What the environment may do: the extensions it defines, the tools they may
+//! register, the discovery script and the bounds that keep the state space
+//! finite.
+
+use exthost::core::{DefinitionMeta, HostCore, ToolRef, ToolSpec};
+use serde::Serialize;
+
+/// The id of the manifest-style (namespaced) extension.
+pub const MANIFEST_ID: &str = "m";
+/// The one base tool the host is built with.
+pub const BASE_TOOL: &str = "base";
+/// An id that breaks ID-1 (it contains a space): it makes a batch refused.
+pub const BAD_ID: &str = "bad id";
+/// The name of the tool a late registration (after settlement) tries to add.
+pub const LATE_TOOL: &str = "late";
+/// The one tool the manifest extension declares (M-4): its dormant descriptor
+/// is `m:x`, whose API name `m_x` the plain pool's `m_x` collides with (M-6).
+pub const DECLARED_TOOL: &str = "x";
+/// The undeclared tool the manifest extension may register (M-5 mismatch).
+pub const UNDECLARED_TOOL: &str = "y";
+/// The default pool of tool names a plain extension registers from: `x`
+/// clashes across extensions and within one batch, `m_x` collides with the
+/// manifest tool's API name (`m:x` becomes `m_x`, M-6). `base` (a clash with
+/// the base tool) and `m:x` (a name in `m`'s namespace, refused from a plain
+/// extension) are checked by the test suite's second pool
+/// ([`Bounds::ci_names`]).
+pub const DEFAULT_TOOL_NAMES: &[&str] = &["x", "m_x"];
+
+const DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The bounds of one check. Every choice the environment makes is bounded
+/// by one of these, so every path ends (INV-9 needs terminal states).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bounds {
+    /// Extensions in total (the last one is the manifest extension `m` when
+    /// `manifest` is set); at least 1.
+    pub extensions: usize,
+    /// Include the manifest-style extension `m` (namespaced, declares `x`).
+    pub manifest: bool,
+    /// Tools one activation may register.
+    pub tools: usize,
+    /// Hooks one activation may register.
+    pub hooks: usize,
+    /// Disposers one activation may register.
+    pub disposers: usize,
+    /// Caller requests (`activate`, `emit`) in one run; `dispose` is extra.
+    pub ops: usize,
+    /// Queued requests a caller may withdraw (drop its future before its turn).
+    pub withdraws: usize,
+    /// Try registrations on closed contexts: through a context in the step
+    /// right after it closed (during its rollback, or once it committed),
+    /// and through the previous attempt's context while a new one is open.
+    pub late: bool,
+    /// Activations whose `activate` hangs until cancelled.
+    pub hangs: usize,
+    /// Refused discovery batches tried (0, 1: bad id, 2: also a duplicate).
+    pub refused: usize,
+    /// Cleanup steps that may fail within one operation (a rollback or the
+    /// shutdown); the other steps succeed.
+    pub cleanup_failures: usize,
+    /// The names plain extensions register tools under.
+    pub tool_names: Vec<String>,
+}
+
+impl Default for Bounds {
+    /// The default check: three extensions (two plain, one manifest), two
+    /// tools, one hook and two disposers per activation, three requests
+    /// (plus `dispose`), every fault point.
+    fn default() -> Self {
+        Self {
+            extensions: 3,
+            manifest: true,
+            tools: 2,
+            hooks: 1,
+            disposers: 2,
+            ops: 3,
+            withdraws: 1,
+            late: true,
+            hangs: 1,
+            refused: 2,
+            cleanup_failures: 2,
+            tool_names: DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl Bounds {
+    /// Small bounds that still reach every `sometimes` property: the size
+    /// `cargo test` checks.
+    pub fn ci() -> Self {
+        Self {
+            extensions: 3,
+            manifest: true,
+            tools: 2,
+            hooks: 2,
+            disposers: 2,
+            ops: 2,
+            withdraws: 1,
+            late: true,
+            hangs: 1,
+            refused: 2,
+            cleanup_failures: 2,
+            tool_names: vec!["x".into(), "m_x".into()],
+        }
+    }
+
+    /// The CI bounds with the other names: `base` (a clash with the base
+    /// tool) and `m:x` (a plain extension taking a name in the manifest
+    /// extension's namespace, which the core must refuse).
+    pub fn ci_names() -> Self {
+        Self {
+            disposers: 1,
+            tool_names: vec!["base".into(), "m:x".into()],
+            ..Self::ci()
+        }
+    }
+}
+
+/// One extension the environment defines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtensionSpec {
+    /// Its definition's metadata, as discovery sees it.
+    pub meta: DefinitionMeta,
+    /// The tools its `activate` may register, by the name it passes.
+    pub pool: Vec<ToolSpec>,
+}
+
+impl ExtensionSpec {
+    /// The extension id.
+    pub fn id(&self) -> &str {
+        &self.meta.id
+    }
+}
+
+/// One step of the discovery script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscoveryStep {
+    /// A valid batch of these extensions (indices into
+    /// [`Scenario::extensions`]); the core must accept it.
+    Accept(Vec<usize>),
+    /// A batch the core must refuse as a whole (H-2).
+    Refuse {
+        /// The batch: a valid new definition first, then the bad one.
+        batch: Vec<DefinitionMeta>,
+        /// What is wrong with it, in the spec's words.
+        why: &'static str,
+    },
+}
+
+/// Everything fixed for one check: the host's base tools, the extensions,
+/// the discovery script, and the bounds.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The bounds.
+    pub bounds: Bounds,
+    /// The base tools.
+    pub base: Vec<ToolSpec>,
+    /// The handles the core gave the base tools.
+    pub base_refs: Vec<ToolRef>,
+    /// The extensions, by index.
+    pub extensions: Vec<ExtensionSpec>,
+    /// Discovery, in order. The first step runs before any caller acts;
+    /// the others may run at any time while the host is open, in order,
+    /// and refused steps may be skipped.
+    pub script: Vec<DiscoveryStep>,
+    /// The core every run starts from (base tools published).
+    pub initial: HostCore,
+}
+
+fn plain_spec(name: &str) -> ToolSpec {
+    ToolSpec::new(name, format!("tool {name}"), DIGEST)
+}
+
+impl Scenario {
+    /// Builds the scenario for these bounds.
+    ///
+    /// Extensions are `a`, `b`, `c`, ... (plain) and `m` (manifest) when
+    /// `manifest` is set. The last extension (`m` when present; only when
+    /// there are at least two) is discovered late, in a second batch; the
+    /// refused batches put it first so that a core which keeps part of a
+    /// refused batch is caught (INV-6).
+    pub fn new(bounds: Bounds) -> Self {
+        assert!(bounds.extensions >= 1, "at least one extension");
+        assert!(bounds.refused <= 2, "at most two refused batches");
+        let plain = bounds.extensions - usize::from(bounds.manifest);
+        let mut extensions = Vec::new();
+        for i in 0..plain {
+            let id = char::from(b'a' + u8::try_from(i).expect("few extensions")).to_string();
+            extensions.push(ExtensionSpec {
+                meta: DefinitionMeta::plain(id),
+                pool: bounds.tool_names.iter().map(|n| plain_spec(n)).collect(),
+            });
+        }
+        if bounds.manifest {
+            let declared = ToolSpec::new(DECLARED_TOOL, "declared tool x", DIGEST);
+            extensions.push(ExtensionSpec {
+                meta: DefinitionMeta {
+                    id: MANIFEST_ID.into(),
+                    namespaced: true,
+                    declared_tools: Some(vec![declared.clone()]),
+                },
+                pool: vec![declared, plain_spec(UNDECLARED_TOOL)],
+            });
+        }
+        // The late extension: the manifest one (its dormant descriptors then
+        // appear while other tools are live), else the last plain one; only
+        // when another extension exists to form the first batch.
+        let late = (extensions.len() >= 2).then(|| extensions.len() - 1);
+        let first: Vec<usize> = (0..extensions.len()).filter(|&i| Some(i) != late).collect();
+        let mut script = vec![DiscoveryStep::Accept(first.clone())];
+        let fresh = match late {
+            Some(i) => extensions[i].meta.clone(),
+            None => DefinitionMeta::plain("z"),
+        };
+        if bounds.refused >= 1 {
+            script.push(DiscoveryStep::Refuse {
+                batch: vec![fresh.clone(), DefinitionMeta::plain(BAD_ID)],
+                why: "an id breaks ID-1",
+            });
+        }
+        if bounds.refused >= 2 {
+            script.push(DiscoveryStep::Refuse {
+                batch: vec![fresh, extensions[first[0]].meta.clone()],
+                why: "an id is already known",
+            });
+        }
+        if let Some(i) = late {
+            script.push(DiscoveryStep::Accept(vec![i]));
+        }
+        let base = vec![ToolSpec::new(BASE_TOOL, "the host's base tool", DIGEST)];
+        let (initial, base_refs) = HostCore::new(&base).expect("the base tool is valid");
+        Self {
+            bounds,
+            base,
+            base_refs,
+            extensions,
+            script,
+            initial,
+        }
+    }
+
+    /// The extension with this id.
+    pub fn extension(&self, id: &str) -> Option<&ExtensionSpec> {
+        self.extensions.iter().find(|e| e.id() == id)
+    }
+
+    /// The metadata of the extension with this id.
+    pub fn meta(&self, id: &str) -> Option<&DefinitionMeta> {
+        self.extension(id).map(|e| &e.meta)
+    }
+
+    /// The batch a discovery step submits.
+    pub fn batch(&self, step: usize) -> Vec<DefinitionMeta> {
+        match &self.script[step] {
+            DiscoveryStep::Accept(ids) => ids
+                .iter()
+                .map(|&i| self.extensions[i].meta.clone())
+                .collect(),
+            DiscoveryStep::Refuse { batch, .. } => batch.clone(),
+        }
+    }
+
+    /// True when this scenario has a manifest extension.
+    pub fn has_manifest(&self) -> bool {
+        self.extensions.iter().any(|e| e.meta.namespaced)
+    }
+
+    /// True when some name of the plain pool is not an ID-1 segment (such as
+    /// `m:x`), which the core must refuse from a plain extension (H-4).
+    pub fn has_invalid_plain_name(&self) -> bool {
+        self.extensions.iter().any(|e| !e.meta.namespaced)
+            && self
+                .bounds
+                .tool_names
+                .iter()
+                .any(|n| exthost::validate_id_segment(n).is_err())
+    }
+
+    /// True when some plain tool name collides with the API name of a
+    /// manifest tool (so API-name suffixes are exercised).
+    pub fn has_api_collision(&self) -> bool {
+        self.has_manifest()
+            && self
+                .bounds
+                .tool_names
+                .iter()
+                .any(|n| n == &format!("{MANIFEST_ID}_{DECLARED_TOOL}"))
+    }
+}

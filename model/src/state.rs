@@ -1,0 +1,248 @@
+//! The model's state: the real [`HostCore`] plus a small environment that
+//! holds the bounds left and what the environment observed of the effects
+//! the core returned.
+
+use exthost::core::{
+    CleanupStep, ContextId, DisposerRef, HookRef, HostCore, LiveHook, OpId, OpKind, OpOutcome,
+    ToolRef,
+};
+
+/// One state of the model.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The host's pure core, exactly as the shell would hold it.
+    pub core: HostCore,
+    /// The environment: callers, extension code, and observations.
+    pub env: Env,
+}
+
+/// What happened to a requested operation, as its caller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpStatus {
+    /// Enqueued, not begun.
+    Queued,
+    /// Begun (the core emitted its first effects), not settled.
+    Begun,
+}
+
+/// An operation a caller requested that has not settled (nor been withdrawn).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PendingOp {
+    /// Its id, from the `Enqueued` effect.
+    pub op: OpId,
+    /// What was requested.
+    pub kind: OpKind,
+    /// Queued or begun.
+    pub status: OpStatus,
+}
+
+/// One activation attempt, as the environment observed it through the
+/// effects (`CallFactory`, `RunActivate`, `Registration`, `Cancel`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Activation {
+    /// The operation.
+    pub op: OpId,
+    /// The extension.
+    pub ext: String,
+    /// Its context (and instance) handle, from `CallFactory`.
+    pub context: ContextId,
+    /// The factory returned an instance.
+    pub instance: bool,
+    /// `RunActivate` was seen and `activate` has not returned.
+    pub open: bool,
+    /// The environment chose to hang `activate` until it is cancelled.
+    pub hung: bool,
+    /// The core fired this activation's cancellation signal (`Cancel`).
+    pub cancelled: bool,
+    /// Accepted tool registrations in order: handle and the name passed.
+    pub tools: Vec<(ToolRef, String)>,
+    /// Accepted hooks in order.
+    pub hooks: Vec<HookRef>,
+    /// Accepted disposers in order (acquired disposers).
+    pub disposers: Vec<DisposerRef>,
+    /// Tool registrations attempted (for the bounds).
+    pub tool_attempts: u8,
+    /// Hook registrations attempted.
+    pub hook_attempts: u8,
+    /// Disposer registrations attempted.
+    pub disposer_attempts: u8,
+}
+
+impl Activation {
+    /// A new attempt, as `CallFactory` announces it.
+    pub fn new(op: OpId, ext: String, context: ContextId) -> Self {
+        Self {
+            op,
+            ext,
+            context,
+            instance: false,
+            open: false,
+            hung: false,
+            cancelled: false,
+            tools: Vec::new(),
+            hooks: Vec::new(),
+            disposers: Vec::new(),
+            tool_attempts: 0,
+            hook_attempts: 0,
+            disposer_attempts: 0,
+        }
+    }
+
+    /// What stays of a committed attempt: the extension, its context and
+    /// its contribution. The operation id and the attempt's progress are
+    /// dropped so that histories the core no longer tells apart merge.
+    pub fn committed(&self) -> Self {
+        Self {
+            op: OpId(0),
+            tools: self.tools.clone(),
+            hooks: self.hooks.clone(),
+            disposers: self.disposers.clone(),
+            instance: self.instance,
+            ..Self::new(OpId(0), self.ext.clone(), self.context)
+        }
+    }
+}
+
+/// One cleanup step the core asked for (`RunCleanup`) and, once reported,
+/// whether it failed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CleanupObs {
+    /// The operation (rollback or shutdown).
+    pub op: OpId,
+    /// The step.
+    pub step: CleanupStep,
+    /// `Some(true)` if it failed, `Some(false)` if it succeeded, `None`
+    /// while it runs.
+    pub failed: Option<bool>,
+}
+
+/// One emit in progress: the hooks live when it began and the hooks the
+/// core asked to run (`RunHook`), with their results.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EmitObs {
+    /// The operation.
+    pub op: OpId,
+    /// The live hooks when the emit began.
+    pub live: Vec<LiveHook>,
+    /// The hooks run, in order; `Some(true)` when it failed.
+    pub calls: Vec<(LiveHook, Option<bool>)>,
+}
+
+/// An operation that settled in the last step, with everything observed of
+/// it: the properties judge these.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Settled {
+    /// The operation.
+    pub op: OpId,
+    /// What was requested.
+    pub kind: OpKind,
+    /// The outcome the core handed the caller.
+    pub outcome: OpOutcome,
+    /// The activation attempt, for an activation that began one.
+    pub activation: Option<Activation>,
+    /// The cleanup steps run for it, in order.
+    pub cleanup: Vec<CleanupObs>,
+    /// The hooks run for it, for an emit.
+    pub emit: Option<EmitObs>,
+    /// For a shutdown: the active extensions at its start, in activation
+    /// order (what it had to clean up).
+    pub active_at_start: Vec<Activation>,
+}
+
+/// Something noteworthy the last step did (for the `sometimes` properties
+/// and the counterexample text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Note {
+    /// A refused discovery batch.
+    DiscoveryRefused,
+    /// A caller withdrew its queued request.
+    Withdrawn,
+    /// A registration on a closed context was refused.
+    LateRefused,
+    /// A registration on a closed context was accepted (a bug).
+    LateAccepted,
+}
+
+/// Invariants judged on a transition (before/after), recorded when broken.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Violations {
+    /// INV-4: an operation began out of call order.
+    pub inv4: Option<String>,
+    /// INV-5: a registration on a closed context changed something.
+    pub inv5: Option<String>,
+    /// INV-6: a refused batch changed something, or a factory ran outside
+    /// an activation of its own id.
+    pub inv6: Option<String>,
+    /// INV-7: a status transition H-1 does not list.
+    pub inv7: Option<String>,
+    /// INV-10: a live tool's API name changed while it stayed live.
+    pub inv10: Option<String>,
+    /// The core refused an input the environment chose, or replied with
+    /// an effect the environment did not expect.
+    pub protocol: Option<String>,
+}
+
+impl Violations {
+    /// Records the first violation of one kind; later ones add nothing.
+    pub fn record(slot: &mut Option<String>, message: String) {
+        if slot.is_none() {
+            *slot = Some(message);
+        }
+    }
+}
+
+/// The environment part of the state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Env {
+    /// The next discovery step.
+    pub script: u8,
+    /// Extensions whose batch the core accepted, in discovery order.
+    pub discovered: Vec<String>,
+    /// Caller requests (`activate`, `emit`) left.
+    pub requests_left: u8,
+    /// Withdrawals left.
+    pub withdraws_left: u8,
+    /// Hangs left.
+    pub hangs_left: u8,
+    /// `dispose` was requested.
+    pub dispose_requested: bool,
+    /// The shutdown operation began.
+    pub dispose_begun: bool,
+    /// The shutdown operation settled.
+    pub disposed: bool,
+    /// Requested operations not settled nor withdrawn, in call order.
+    pub ops: Vec<PendingOp>,
+    /// Activations begun and not settled.
+    pub running: Vec<Activation>,
+    /// Committed activations, in activation order.
+    pub active: Vec<Activation>,
+    /// The context that closed in the last step, with its extension: a
+    /// late registration may be tried through it in the next step.
+    pub closed: Option<(ContextId, String)>,
+    /// The context that opened in the last step: in the next step, code of
+    /// the previous attempt may register through that attempt's (closed)
+    /// context.
+    pub opened: Option<ContextId>,
+    /// Cleanup steps of unsettled operations.
+    pub cleanup: Vec<CleanupObs>,
+    /// Emits in progress.
+    pub emits: Vec<EmitObs>,
+    /// Operations settled by the last step.
+    pub last: Vec<Settled>,
+    /// What else the last step did.
+    pub note: Option<Note>,
+    /// Transition invariants found broken.
+    pub violations: Violations,
+}
+
+impl Env {
+    /// The activation under way with this context.
+    pub fn activation_mut(&mut self, context: ContextId) -> Option<&mut Activation> {
+        self.running.iter_mut().find(|a| a.context == context)
+    }
+
+    /// The activation under way with this context.
+    pub fn activation(&self, context: ContextId) -> Option<&Activation> {
+        self.running.iter().find(|a| a.context == context)
+    }
+}

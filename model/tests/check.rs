@@ -1,0 +1,141 @@
+//! The real core under the CI bounds: every invariant holds on every
+//! reachable state, INV-9 on every complete path, and every `sometimes`
+//! property is reached.
+
+use exthost_model::run::{self, Options};
+use exthost_model::{Bounds, HostModel};
+use stateright::{Checker, Model};
+
+fn check(bounds: Bounds) -> run::Report {
+    let mut options = Options::new(bounds);
+    options.threads = 2;
+    run::check(&options, &mut |_| {})
+}
+
+#[test]
+fn the_real_core_satisfies_every_invariant_under_ci_bounds() {
+    let report = check(Bounds::ci());
+    assert_all_ok(&report);
+}
+
+/// The other tool names: a clash with the base tool, and `m:x` from a plain
+/// extension (refused since the core fix; see `core_regressions.rs`).
+#[test]
+fn the_real_core_satisfies_every_invariant_with_the_other_tool_names() {
+    let report = check(Bounds::ci_names());
+    assert_all_ok(&report);
+    for example in [
+        "a tool clash rejected",
+        "a plain extension's `ext:tool` name refused (H-4)",
+    ] {
+        assert_eq!(
+            report.verdict(example).map(|v| v.result.as_str()),
+            Some("reached"),
+            "{example}"
+        );
+    }
+}
+
+fn assert_all_ok(report: &run::Report) {
+    assert!(report.complete);
+    let failures: Vec<String> = report
+        .properties
+        .iter()
+        .filter(|v| !v.ok)
+        .map(|v| {
+            format!(
+                "{} {}: {}",
+                v.name,
+                v.result,
+                v.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}\n{}", run::text(report));
+    // Every property was judged: ten invariants, `protocol`, and examples.
+    assert!(report.properties.len() > 11);
+    assert!(
+        report.unique_states > 10_000,
+        "the CI check explores a real space"
+    );
+}
+
+#[test]
+fn stateright_agrees_through_its_own_assertions() {
+    // The same model through stateright's own API, on tiny bounds.
+    let bounds = Bounds {
+        extensions: 2,
+        manifest: true,
+        tools: 1,
+        hooks: 1,
+        disposers: 1,
+        ops: 1,
+        withdraws: 0,
+        late: true,
+        hangs: 1,
+        refused: 1,
+        cleanup_failures: 2,
+        tool_names: vec!["m_x".into()],
+    };
+    let checker = HostModel::new(bounds).checker().spawn_dfs().join();
+    for p in HostModel::new(Bounds::ci()).properties() {
+        if p.expectation.discovery_is_failure() {
+            checker.assert_no_discovery(p.name);
+        }
+    }
+    assert!(checker.unique_state_count() > 100);
+}
+
+/// INV-9 is checked on terminal states, which is exact only if no path
+/// cycles: every step must make progress. Walk a small space depth first
+/// and look for a back edge.
+#[test]
+fn the_state_graph_has_no_cycle() {
+    use std::collections::HashMap;
+    let bounds = Bounds {
+        extensions: 2,
+        manifest: true,
+        tools: 1,
+        hooks: 1,
+        disposers: 1,
+        ops: 2,
+        withdraws: 1,
+        late: true,
+        hangs: 1,
+        refused: 2,
+        cleanup_failures: 2,
+        tool_names: vec!["m_x".into()],
+    };
+    let model = HostModel::new(bounds);
+    #[derive(PartialEq)]
+    enum Mark {
+        OnPath,
+        Done,
+    }
+    let mut marks: HashMap<exthost_model::State, Mark> = HashMap::new();
+    // (state, its successors not yet visited)
+    let mut stack = Vec::new();
+    for init in model.init_states() {
+        let next = model.next_states(&init);
+        marks.insert(init.clone(), Mark::OnPath);
+        stack.push((init, next));
+        while let Some((state, successors)) = stack.last_mut() {
+            match successors.pop() {
+                Some(next) => match marks.get(&next) {
+                    Some(Mark::OnPath) => panic!("a cycle through:\n{next:?}"),
+                    Some(Mark::Done) => {}
+                    None => {
+                        let more = model.next_states(&next);
+                        marks.insert(next.clone(), Mark::OnPath);
+                        stack.push((next, more));
+                    }
+                },
+                None => {
+                    marks.insert(state.clone(), Mark::Done);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    assert!(marks.len() > 1_000, "{} states", marks.len());
+}

@@ -1,0 +1,130 @@
+//! Core bugs the model checker found, pinned as direct regression tests on
+//! the pure core (the model keeps checking them too: the default tool pool
+//! holds `m:x`, a name in the manifest extension's namespace).
+
+use exthost::core::*;
+
+const DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec::new(name, format!("tool {name}"), DIGEST)
+}
+
+fn manifest() -> DefinitionMeta {
+    DefinitionMeta {
+        id: "m".into(),
+        namespaced: true,
+        declared_tools: Some(vec![spec("x")]),
+    }
+}
+
+fn apply(core: &mut HostCore, input: Input) -> Vec<Effect> {
+    core.apply(input).expect("a valid input")
+}
+
+/// Activates plain extension `a`, which registers `tool`; returns the
+/// activation's outcome.
+fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
+    let op = match apply(core, Input::Request(OpKind::Activate("a".into()))).as_slice() {
+        [Effect::Enqueued(op)] => *op,
+        other => panic!("{other:?}"),
+    };
+    let context = match apply(core, Input::Begin(op)).as_slice() {
+        [Effect::CallFactory { context, .. }] => *context,
+        other => panic!("{other:?}"),
+    };
+    apply(
+        core,
+        Input::FactoryReturned {
+            context,
+            result: Ok(()),
+        },
+    );
+    apply(
+        core,
+        Input::Register {
+            context,
+            registration: Registration::Tool(spec(tool)),
+        },
+    );
+    let mut effects = apply(
+        core,
+        Input::ActivateReturned {
+            context,
+            result: Ok(()),
+        },
+    );
+    // A rollback runs the instance's dispose; report it done.
+    while let Some(Effect::RunCleanup { op, .. }) = effects.last().cloned() {
+        effects = apply(core, Input::CleanupFinished { op, result: Ok(()) });
+    }
+    effects
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Settle { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .expect("the activation settled")
+}
+
+/// Counterexample (INV-1): plain `a` registered `m:x` and committed; then
+/// `m` was discovered and its dormant descriptor `m:x` was silently dropped,
+/// so an inactive manifest extension's declared tool was missing.
+#[test]
+fn a_plain_extension_cannot_take_a_namespaced_tool_name() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    apply(&mut core, Input::Discover(vec![DefinitionMeta::plain("a")]));
+    let outcome = activate_registering(&mut core, "m:x");
+    let OpOutcome::ActivationFailed(failure) = outcome else {
+        panic!("the activation must fail, got {outcome:?}")
+    };
+    let FailureCause::Registry(error) = &failure.cause else {
+        panic!("{:?}", failure.cause)
+    };
+    assert_eq!(error.code(), "TOOL_NAME_INVALID");
+    assert_eq!(core.registry().names(), ["base"]);
+
+    apply(&mut core, Input::Discover(vec![manifest()]));
+    let dormant = core.registry().get("m:x").expect("m's dormant descriptor");
+    assert_eq!(dormant.binding, Binding::Dormant);
+    assert_eq!(dormant.owner, Owner::Extension("m".into()));
+}
+
+#[test]
+fn a_plain_extension_keeps_plain_names() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    apply(&mut core, Input::Discover(vec![DefinitionMeta::plain("a")]));
+    let outcome = activate_registering(&mut core, "m_x");
+    assert_eq!(
+        outcome,
+        OpOutcome::Activated {
+            extension: "a".into()
+        }
+    );
+    assert_eq!(core.registry().names(), ["base", "m_x"]);
+}
+
+/// The same loss through a base tool: discovering `m` while the base tool
+/// `m:x` is live is refused as a whole (H-2) instead of dropping the
+/// descriptor.
+#[test]
+fn discovery_refuses_a_descriptor_whose_name_is_live() {
+    let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
+    let effects = apply(&mut core, Input::Discover(vec![manifest()]));
+    match effects.as_slice() {
+        [
+            Effect::Discovered(Err(DiscoveryError::InvalidDeclaration {
+                id,
+                reason: RegistryError::Duplicate { name, holder },
+            })),
+        ] => {
+            assert_eq!(id, "m");
+            assert_eq!(name, "m:x");
+            assert_eq!(*holder, Owner::Base);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(core.extensions().is_empty());
+    assert_eq!(core.registry().names(), ["m:x"]);
+    assert_eq!(core.registry().get("m:x").unwrap().owner, Owner::Base);
+}

@@ -1,0 +1,143 @@
+//! Each seeded bug of the core must be caught: the checker finds a
+//! counterexample for the invariant it breaks. The real core, under the same
+//! small bounds, has none.
+
+use std::collections::BTreeSet;
+
+use exthost::core::Mutant;
+use exthost_model::mutants::{MUTANTS, MutantCase};
+use exthost_model::properties::INVARIANTS;
+use exthost_model::run::{self, Options, Report, Stop, Strategy};
+
+fn run_mutant(mutant: Mutant) -> (&'static MutantCase, Report) {
+    let case = MutantCase::of(mutant);
+    let mut options = Options::new(case.bounds());
+    options.mutant = Some(mutant);
+    options.strategy = Strategy::Bfs;
+    options.stop = Stop::AllOf(case.breaks.iter().copied().collect());
+    (case, run::check(&options, &mut |_| {}))
+}
+
+fn assert_caught(mutant: Mutant) {
+    let (case, report) = run_mutant(mutant);
+    for name in case.breaks {
+        let verdict = report
+            .verdict(name)
+            .unwrap_or_else(|| panic!("{} has no property {name}", case.name));
+        assert_eq!(
+            verdict.result, "violated",
+            "{} must break {name}, but the checker found no counterexample in {} states",
+            case.name, report.unique_states
+        );
+        // The counterexample is real: its last state fails the check, which
+        // says why in the spec's words.
+        let reason = verdict.reason.as_deref().unwrap_or("");
+        assert!(
+            !reason.is_empty(),
+            "{}: the counterexample for {name} has no reason",
+            case.name
+        );
+        let steps = verdict.counterexample.as_ref().expect("a counterexample");
+        assert!(!steps.is_empty(), "{}: empty counterexample", case.name);
+    }
+}
+
+#[test]
+fn publish_before_validate_breaks_inv1() {
+    assert_caught(Mutant::PublishBeforeValidate);
+}
+
+#[test]
+fn skip_candidate_clone_breaks_inv1() {
+    assert_caught(Mutant::SkipCandidateClone);
+}
+
+#[test]
+fn forward_rollback_breaks_inv2() {
+    assert_caught(Mutant::ForwardRollback);
+}
+
+#[test]
+fn stop_cleanup_at_first_failure_breaks_inv2_and_inv3() {
+    assert_caught(Mutant::StopCleanupAtFirstFailure);
+}
+
+#[test]
+fn forward_shutdown_breaks_inv3() {
+    assert_caught(Mutant::ForwardShutdown);
+}
+
+#[test]
+fn no_context_closed_check_breaks_inv5() {
+    assert_caught(Mutant::NoContextClosedCheck);
+}
+
+#[test]
+fn hook_failure_stops_later_breaks_inv8() {
+    assert_caught(Mutant::HookFailureStopsLater);
+}
+
+#[test]
+fn start_before_settled_breaks_inv4() {
+    assert_caught(Mutant::StartBeforeSettled);
+}
+
+#[test]
+fn partial_discovery_breaks_inv6() {
+    assert_caught(Mutant::PartialDiscovery);
+}
+
+#[test]
+fn dispose_failed_extensions_breaks_inv7() {
+    assert_caught(Mutant::DisposeFailedExtensions);
+}
+
+#[test]
+fn no_cancel_on_dispose_breaks_inv9() {
+    assert_caught(Mutant::NoCancelOnDispose);
+}
+
+#[test]
+fn no_api_name_suffix_breaks_inv10() {
+    assert_caught(Mutant::NoApiNameSuffix);
+}
+
+#[test]
+fn every_invariant_is_broken_by_some_mutant() {
+    let broken: BTreeSet<&str> = MUTANTS
+        .iter()
+        .flat_map(|c| c.breaks.iter().copied())
+        .collect();
+    for name in INVARIANTS {
+        assert!(broken.contains(name), "no seeded bug breaks {name}");
+    }
+}
+
+#[test]
+fn the_real_core_has_no_counterexample_under_any_mutant_bounds() {
+    for case in &MUTANTS {
+        let report = run::check(&Options::new(case.bounds()), &mut |_| {});
+        assert!(report.complete);
+        for v in &report.properties {
+            assert!(
+                v.result != "violated",
+                "the real core violates {} under the bounds of {}: {}",
+                v.name,
+                case.name,
+                v.reason.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
+#[test]
+fn mutant_names_parse() {
+    for case in &MUTANTS {
+        assert_eq!(exthost_model::mutants::parse(case.name), Some(case.mutant));
+    }
+    assert_eq!(
+        exthost_model::mutants::parse("no-cancel-on-dispose"),
+        Some(Mutant::NoCancelOnDispose)
+    );
+    assert_eq!(exthost_model::mutants::parse("nothing"), None);
+}
