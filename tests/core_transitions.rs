@@ -64,6 +64,28 @@ fn open(core: &mut HostCore, context: ContextId) {
     assert!(matches!(effects.as_slice(), [Effect::RunActivate { .. }]));
 }
 
+/// Activates `id` to commit with these registrations.
+fn activate_with(core: &mut HostCore, id: &str, registrations: &[Registration]) {
+    let (_, cx) = start_activation(core, id);
+    open(core, cx);
+    for registration in registrations {
+        register(core, cx, registration.clone());
+    }
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::Settle {
+            outcome: OpOutcome::Activated { .. },
+            ..
+        })
+    ));
+}
+
 #[test]
 fn discovery_is_all_or_nothing_and_calls_no_factory() {
     let mut core = core_with(&["a"]);
@@ -307,15 +329,7 @@ fn operations_begin_only_in_order_and_one_at_a_time() {
 fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
     let mut core = core_with(&["a", "b"]);
     for id in ["b", "a"] {
-        let (_, cx) = start_activation(&mut core, id);
-        open(&mut core, cx);
-        register(&mut core, cx, Registration::Hook);
-        register(&mut core, cx, Registration::Hook);
-        core.apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+        activate_with(&mut core, id, &[Registration::Hook, Registration::Hook]);
     }
     let op = request(&mut core, OpKind::Emit);
     let mut effects = core.apply(Input::Begin(op)).unwrap();
@@ -413,15 +427,11 @@ fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
 fn shutdown_cleans_up_in_reverse_activation_and_registration_order() {
     let mut core = core_with(&["a", "b"]);
     for id in ["a", "b"] {
-        let (_, cx) = start_activation(&mut core, id);
-        open(&mut core, cx);
-        register(&mut core, cx, Registration::Disposer);
-        register(&mut core, cx, Registration::Disposer);
-        core.apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+        activate_with(
+            &mut core,
+            id,
+            &[Registration::Disposer, Registration::Disposer],
+        );
     }
     let op = request(&mut core, OpKind::Dispose);
     let mut effects = core.apply(Input::Begin(op)).unwrap();

@@ -2,30 +2,10 @@
 //! exactly at the boundary, with multi-byte characters straddling it.
 mod loader_support;
 
-use std::sync::OnceLock;
+use loader_support::fixture;
 
-use exthost::{MAX_RESOURCE_TEXT_BYTES as CAP, ResourceLoader, ResourceRoot};
+use exthost::MAX_RESOURCE_TEXT_BYTES as CAP;
 use proptest::prelude::*;
-
-struct Fixture {
-    _temp: tempfile::TempDir,
-    root: std::path::PathBuf,
-    loader: ResourceLoader,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().to_owned();
-        let loader = ResourceLoader::create([ResourceRoot::new("root", &root)]).unwrap();
-        Fixture {
-            _temp: temp,
-            root,
-            loader,
-        }
-    })
-}
 
 /// A multi-byte character of each width.
 fn wide_char() -> impl Strategy<Value = char> {

@@ -3,9 +3,9 @@
 //! and the error points where std's does.
 mod loader_support;
 
-use std::sync::OnceLock;
+use loader_support::fixture;
 
-use exthost::{ResourceError, ResourceLoader, ResourceRoot};
+use exthost::ResourceError;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -39,26 +39,6 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
         let mut bytes = BOM.repeat(boms);
         bytes.extend(body);
         bytes
-    })
-}
-
-struct Fixture {
-    _temp: tempfile::TempDir,
-    root: std::path::PathBuf,
-    loader: ResourceLoader,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().to_owned();
-        let loader = ResourceLoader::create([ResourceRoot::new("root", &root)]).unwrap();
-        Fixture {
-            _temp: temp,
-            root,
-            loader,
-        }
     })
 }
 
