@@ -167,6 +167,10 @@ pub struct ExtensionInfo {
 /// Sync`, and cancel-safe: dropping any future it returns never leaves
 /// partial state and never wedges the queue.
 ///
+/// Its async operations run extension code in tasks of their own, so they
+/// must be awaited inside a tokio runtime (any flavour); `discover`,
+/// `tools`, `extensions` and `status` are plain calls.
+///
 /// ```
 /// use exthost::host::{
 ///     ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
