@@ -64,6 +64,35 @@ fn open(core: &mut HostCore, context: ContextId) {
     assert!(matches!(effects.as_slice(), [Effect::RunActivate { .. }]));
 }
 
+/// `activate` returns Ok but the commit fails validation: with no
+/// disposers, the instance's dispose is the only rollback step. Runs it and
+/// returns the settled failure.
+fn commit_fails(core: &mut HostCore, op: OpId, cx: ContextId) -> ActivationFailure {
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(
+        matches!(effects.as_slice(), [Effect::RunCleanup { step, .. }] if step.kind == CleanupKind::Instance),
+        "{effects:?}"
+    );
+    let effects = core
+        .apply(Input::CleanupFinished { op, result: Ok(()) })
+        .unwrap();
+    match effects.as_slice() {
+        [
+            _,
+            Effect::Settle {
+                outcome: OpOutcome::ActivationFailed(f),
+                ..
+            },
+        ] => f.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Activates `id` to commit with these registrations.
 fn activate_with(core: &mut HostCore, id: &str, registrations: &[Registration]) {
     let (_, cx) = start_activation(core, id);
@@ -278,29 +307,7 @@ fn a_clash_fails_validation_and_publishes_nothing() {
     open(&mut core, cx);
     register(&mut core, cx, Registration::Tool(spec("fresh")));
     register(&mut core, cx, Registration::Tool(spec("base")));
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
-    // No disposers: the instance's dispose is the only rollback step.
-    assert!(
-        matches!(effects.as_slice(), [Effect::RunCleanup { step, .. }] if step.kind == CleanupKind::Instance)
-    );
-    let effects = core
-        .apply(Input::CleanupFinished { op, result: Ok(()) })
-        .unwrap();
-    let [
-        _,
-        Effect::Settle {
-            outcome: OpOutcome::ActivationFailed(f),
-            ..
-        },
-    ] = effects.as_slice()
-    else {
-        panic!("{effects:?}")
-    };
+    let f = commit_fails(&mut core, op, cx);
     assert!(matches!(&f.cause, FailureCause::Registry(e) if e.code() == "TOOL_DUPLICATE"));
     assert_eq!(core.registry().names(), ["base"]);
 }
@@ -501,19 +508,10 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         cx,
         Registration::Tool(ToolSpec::new("search", "search tool", "other-digest")),
     );
-    core.apply(Input::ActivateReturned {
-        context: cx,
-        result: Ok(()),
-    })
-    .unwrap();
-    let effects = core
-        .apply(Input::CleanupFinished { op, result: Ok(()) })
-        .unwrap();
-    assert!(matches!(
-        effects.as_slice(),
-        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }]
-            if matches!(&f.cause, FailureCause::Declaration(m) if m.reason == "registered_tool_schema_digest_mismatch")
-    ));
+    let f = commit_fails(&mut core, op, cx);
+    assert!(
+        matches!(&f.cause, FailureCause::Declaration(m) if m.reason == "registered_tool_schema_digest_mismatch")
+    );
     assert_eq!(
         core.registry().get("ext:search").unwrap().binding,
         Binding::Dormant
@@ -615,21 +613,8 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
     let (op, cx) = start_activation(&mut core, "plain");
     open(&mut core, cx);
     register(&mut core, cx, Registration::Tool(spec("m:x")));
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
-    assert!(matches!(effects.as_slice(), [Effect::RunCleanup { .. }]));
-    let effects = core
-        .apply(Input::CleanupFinished { op, result: Ok(()) })
-        .unwrap();
-    assert!(matches!(
-        effects.as_slice(),
-        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }]
-            if matches!(&f.cause, FailureCause::Registry(e) if e.code() == "TOOL_NAME_INVALID")
-    ));
+    let f = commit_fails(&mut core, op, cx);
+    assert!(matches!(&f.cause, FailureCause::Registry(e) if e.code() == "TOOL_NAME_INVALID"));
 
     let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
     let before = core.clone();

@@ -186,13 +186,7 @@ async fn concurrent_callers_are_served_one_at_a_time_in_call_order() {
         std::iter::once(blocker.definition()).chain(others.iter().map(Script::definition)),
     )
     .unwrap();
-    let first = tokio::spawn({
-        let host = host.clone();
-        async move { host.activate("blocker").await }
-    });
-    while log.count("blocker:activate") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let first = activation_in_progress(&host, &log, "blocker").await;
     // Enqueue eight activations in a known order, each from its own task.
     let mut handles = Vec::new();
     for i in 0..8 {
@@ -247,13 +241,7 @@ async fn a_caller_dropped_before_its_turn_has_no_effect_and_does_not_wedge() {
         later.definition(),
     ])
     .unwrap();
-    let first = tokio::spawn({
-        let host = host.clone();
-        async move { host.activate("blocker").await }
-    });
-    while log.count("blocker:activate") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let first = activation_in_progress(&host, &log, "blocker").await;
     {
         let mut fut = pin!(host.activate("dropped"));
         assert!(poll_once(fut.as_mut()).is_pending());
@@ -404,13 +392,7 @@ async fn dispose_cancels_a_pending_activation_which_rolls_back() {
     ])
     .unwrap();
     host.activate("active").await.unwrap();
-    let activation = tokio::spawn({
-        let host = host.clone();
-        async move { host.activate("pending").await }
-    });
-    while log.count("pending:activate") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let activation = activation_in_progress(&host, &log, "pending").await;
     let mut behind = Box::pin({
         let host = host.clone();
         async move { host.activate("queued").await }

@@ -226,16 +226,6 @@ impl ToolRegistry {
         Some(entry)
     }
 
-    /// Removes every entry owned by `owner` whose binding matches `dormant`.
-    pub fn remove_owned(&mut self, owner: &Owner, dormant: bool) -> Vec<RegistryEntry> {
-        let names: Vec<String> = self
-            .iter()
-            .filter(|e| &e.owner == owner && matches!(e.binding, Binding::Dormant) == dormant)
-            .map(|e| e.name.clone())
-            .collect();
-        names.iter().filter_map(|n| self.remove(n)).collect()
-    }
-
     /// Removes everything (host shutdown).
     pub fn clear(&mut self) {
         let next_seq = self.next_seq;

@@ -146,7 +146,7 @@ impl HostError {
             HostError::ToolNotFound { .. } => codes::TOOL_NOT_FOUND,
             HostError::ToolFailed { .. } => codes::TOOL_FAILED,
             HostError::ActivationDenied { .. } => codes::TOOL_ACTIVATION_DENIED,
-            HostError::ManifestDiscovery { .. } => super::manifests::MANIFEST_DISCOVERY_CODE,
+            HostError::ManifestDiscovery { .. } => codes::MANIFEST_INVALID,
         }
     }
 

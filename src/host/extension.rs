@@ -156,9 +156,16 @@ impl ExtensionDefinition {
         E: Extension,
         F: Fn() -> Result<E, ExtensionError> + Send + Sync + 'static,
     {
+        Self::from_factory(
+            id,
+            Arc::new(move || factory().map(|e| Arc::new(e) as Arc<dyn Extension>)),
+        )
+    }
+
+    pub(crate) fn from_factory(id: impl Into<String>, factory: Factory) -> Self {
         Self {
             id: id.into(),
-            factory: Arc::new(move || factory().map(|e| Arc::new(e) as Arc<dyn Extension>)),
+            factory,
             declared_tools: None,
             namespaced: false,
             triggers: Vec::new(),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::error::HostError;
 use super::extension::{Extension, ExtensionDefinition, ExtensionError, Factory, ToolDescriptor};
-use crate::error::codes;
 use crate::manifest::{Classification, Manifest, Notice, Runtime, Trigger, load_manifest_dir};
 
 /// Factories for in-process manifest extensions, by extension id. A
@@ -155,18 +154,10 @@ pub(crate) fn definitions_from_dir(
                     "no_in_process_factory",
                     format!("no in-process factory was supplied for {:?}", manifest.id()),
                 )),
-                Some(factory) => {
-                    let mut definition = ExtensionDefinition {
-                        id: manifest.id().to_owned(),
-                        factory: factory.clone(),
-                        declared_tools: None,
-                        namespaced: true,
-                        triggers: Vec::new(),
-                        manifest: None,
-                    };
-                    definition = definition.with_manifest(manifest);
-                    definitions.push(definition);
-                }
+                Some(factory) => definitions.push(
+                    ExtensionDefinition::from_factory(manifest.id(), factory.clone())
+                        .with_manifest(manifest),
+                ),
             },
         }
         discovery.extensions.push(DiscoveredManifest {
@@ -203,6 +194,3 @@ pub(crate) fn trigger_events(triggers: &[Trigger]) -> Vec<String> {
         })
         .collect()
 }
-
-/// The code a refused folder discovery carries.
-pub(crate) const MANIFEST_DISCOVERY_CODE: &str = codes::MANIFEST_INVALID;

@@ -129,6 +129,15 @@ impl fmt::Debug for OpenedRoot {
     }
 }
 
+/// Why a root directory could not be canonicalised or opened.
+fn open_failure(error: &io::Error) -> RootInvalidReason {
+    match error.kind() {
+        io::ErrorKind::NotFound => RootInvalidReason::Missing,
+        io::ErrorKind::NotADirectory => RootInvalidReason::NotADirectory,
+        _ => RootInvalidReason::Unreadable(IoFailure::from_io(error)),
+    }
+}
+
 impl OpenedRoot {
     /// R-1 for one root whose id was already checked: canonicalise the
     /// directory once, open it, capture its identity and make sure the
@@ -139,22 +148,10 @@ impl OpenedRoot {
             directory: root.directory.clone(),
             reason,
         };
-        let canonical = std::fs::canonicalize(&root.directory).map_err(|error| {
-            let reason = match error.kind() {
-                io::ErrorKind::NotFound => RootInvalidReason::Missing,
-                io::ErrorKind::NotADirectory => RootInvalidReason::NotADirectory,
-                _ => RootInvalidReason::Unreadable(IoFailure::from_io(&error)),
-            };
-            invalid(&root, reason)
-        })?;
-        let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(|error| {
-            let reason = match error.kind() {
-                io::ErrorKind::NotFound => RootInvalidReason::Missing,
-                io::ErrorKind::NotADirectory => RootInvalidReason::NotADirectory,
-                _ => RootInvalidReason::Unreadable(IoFailure::from_io(&error)),
-            };
-            invalid(&root, reason)
-        })?;
+        let canonical = std::fs::canonicalize(&root.directory)
+            .map_err(|error| invalid(&root, open_failure(&error)))?;
+        let dir = Dir::open_ambient_dir(&canonical, ambient_authority())
+            .map_err(|error| invalid(&root, open_failure(&error)))?;
         let metadata = dir.dir_metadata().map_err(|error| {
             invalid(
                 &root,

@@ -292,3 +292,22 @@ pub fn statuses(host: &ExtensionHost) -> Vec<(String, String)> {
         .map(|e| (e.id, e.status.to_string()))
         .collect()
 }
+
+/// Starts activating `id` in its own task and returns once its `activate`
+/// is running (the scripted extension logged it).
+pub async fn activation_in_progress(
+    host: &ExtensionHost,
+    log: &Log,
+    id: &str,
+) -> tokio::task::JoinHandle<Result<exthost::host::Activation, exthost::host::HostError>> {
+    let task = tokio::spawn({
+        let host = host.clone();
+        let id = id.to_owned();
+        async move { host.activate(&id).await }
+    });
+    let started = format!("{id}:activate");
+    while log.count(&started) == 0 {
+        tokio::task::yield_now().await;
+    }
+    task
+}
