@@ -80,6 +80,10 @@ pub mod codes {
         /// A dormant tool was called without the capability to activate its
         /// extension (M-4; an addition to SPEC section 7).
         TOOL_ACTIVATION_DENIED,
+        /// The task running an extension step ended without a result (its
+        /// runtime shut down or it was aborted); the step counts as failed
+        /// (an addition to SPEC section 7).
+        EXTENSION_TASK_LOST,
     }
 }
 
@@ -89,7 +93,7 @@ mod tests {
 
     #[test]
     fn every_code_is_its_own_name_and_unique() {
-        assert_eq!(codes::ALL.len(), 32);
+        assert_eq!(codes::ALL.len(), 33);
         let mut seen = std::collections::BTreeSet::new();
         for code in codes::ALL {
             assert!(seen.insert(*code), "{code} listed twice");

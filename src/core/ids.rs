@@ -35,6 +35,10 @@ handle!(
     /// One registered disposer.
     DisposerRef
 );
+handle!(
+    /// One tool call in flight (INV-12).
+    CallId
+);
 
 /// The counter behind every handle: strictly increasing, never reused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -44,6 +48,7 @@ pub(crate) struct Counters {
     pub tool: u64,
     pub hook: u64,
     pub disposer: u64,
+    pub call: u64,
 }
 
 impl Counters {
@@ -66,5 +71,9 @@ impl Counters {
     pub fn disposer(&mut self) -> DisposerRef {
         self.disposer += 1;
         DisposerRef(self.disposer)
+    }
+    pub fn call(&mut self) -> CallId {
+        self.call += 1;
+        CallId(self.call)
     }
 }

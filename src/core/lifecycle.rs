@@ -117,10 +117,20 @@ pub struct Activating {
     pub instance: bool,
     /// Whether the context is still open for registrations.
     pub open: bool,
-    /// Whether its cancellation signal fired.
-    pub cancelled: bool,
+    /// Whether its cancellation signal fired, and why.
+    pub cancelled: Option<Cancellation>,
     /// Staged registrations.
     pub staged: Contribution,
+}
+
+/// Why an activation's cancellation signal fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cancellation {
+    /// Shutdown was requested while it was pending (H-11).
+    Shutdown,
+    /// Its activation deadline passed (H-12); a completion that arrives
+    /// afterwards is the deadline's, not the completion's.
+    Deadline,
 }
 
 /// State: active.
@@ -173,7 +183,7 @@ fn begin<S>(ext: Extension<S>, op: OpId, context: ContextId) -> Extension<Activa
         context,
         instance: false,
         open: false,
-        cancelled: false,
+        cancelled: None,
         staged: Contribution::default(),
     });
     next.attempts = attempts;

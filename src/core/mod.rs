@@ -14,8 +14,8 @@ pub mod machine;
 pub mod outcome;
 pub mod registry;
 
-pub use ids::{ContextId, DisposerRef, HookRef, OpId, ToolRef};
-pub use lifecycle::{Contribution, DefinitionMeta, Extension, ExtensionSlot, Status};
+pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
+pub use lifecycle::{Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status};
 pub use machine::{HostCore, Mutant, Phase, check_declarations};
 pub use outcome::*;
 pub use registry::{

@@ -1,9 +1,9 @@
 //! Inputs, effects and outcomes: the vocabulary between the core and
 //! whoever drives it (the async shell, or the model checker).
 
-use super::ids::{ContextId, DisposerRef, HookRef, OpId, ToolRef};
+use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 use super::lifecycle::DefinitionMeta;
-use super::registry::{RegistryError, ToolSpec};
+use super::registry::{Owner, RegistryError, ToolSpec};
 use crate::id::IdError;
 
 /// A failure reported by extension code: pure data.
@@ -143,6 +143,38 @@ pub enum Input {
         /// Its result.
         result: Result<(), Failure>,
     },
+    /// A caller starts calling the live tool with this runtime name. Tool
+    /// calls run outside the queue, but the core tracks every one in flight
+    /// so that cleanup can wait for them (INV-12). Answered by
+    /// [`Effect::CallAdmitted`].
+    CallStart {
+        /// The runtime name called.
+        tool: String,
+    },
+    /// A tool call admitted by [`Input::CallStart`] ended. Answered by
+    /// [`Effect::CallEnded`], whose verdict says what its caller gets.
+    CallFinished {
+        /// The call.
+        call: CallId,
+        /// The call's own deadline had passed when it ended: the result is
+        /// the deadline's (`EXTENSION_TIMEOUT`), not the tool's.
+        deadline_passed: bool,
+    },
+    /// The deadline of the step the running operation awaits passed: the
+    /// activation's (factory or `activate`), a cleanup step's, or the wait
+    /// for an extension's calls in flight before its cleanup (H-12, H-11).
+    DeadlinePassed {
+        /// The running operation.
+        op: OpId,
+    },
+    /// The task performing the step the running operation awaits ended
+    /// without reporting it (its runtime shut down, or it was aborted). The
+    /// step counts as failed with `EXTENSION_TASK_LOST`, exactly like an
+    /// error from that step, and the operation goes on.
+    StepLost {
+        /// The running operation.
+        op: OpId,
+    },
 }
 
 /// A live hook, in delivery order.
@@ -221,8 +253,11 @@ pub enum FailureCause {
     Registry(RegistryError),
     /// The registered tools did not match the declarations.
     Declaration(DeclarationMismatch),
-    /// The activation's signal fired (shutdown or deadline).
+    /// Shutdown fired the activation's signal (H-11).
     Cancelled,
+    /// The activation deadline passed before the activation settled (H-12);
+    /// a completion after it does not count.
+    DeadlinePassed,
 }
 
 /// A failed activation: cause and every failed rollback step.
@@ -377,6 +412,63 @@ pub enum Effect {
         /// Its outcome.
         outcome: OpOutcome,
     },
+    /// Reply to `CallStart`: the call may run (and is now in flight), or
+    /// is refused and nothing runs.
+    CallAdmitted(Result<AdmittedCall, CallRefused>),
+    /// Reply to `CallFinished`: what the call's caller gets.
+    CallEnded(CallVerdict),
+    /// Fire the cancellation signals of these calls in flight: their
+    /// extension's cleanup waits for them to finish (H-11, INV-12).
+    CancelCalls {
+        /// The calls, in the order they started.
+        calls: Vec<CallId>,
+    },
+    /// These calls outlived the wait for them: drop their futures and
+    /// answer their callers with `EXTENSION_TIMEOUT`; a result they produce
+    /// later is discarded.
+    AbandonCalls {
+        /// The calls, in the order they started.
+        calls: Vec<CallId>,
+    },
+}
+
+/// A tool call the core admitted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AdmittedCall {
+    /// The call's handle, for `CallFinished`.
+    pub call: CallId,
+    /// The live handler to run.
+    pub tool: ToolRef,
+    /// Who contributed the tool.
+    pub owner: Owner,
+}
+
+/// Why a tool call was refused; nothing runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallRefused {
+    /// No live tool has that name (`TOOL_NOT_FOUND`).
+    NotFound,
+    /// The name is a dormant descriptor of this extension (M-4): calling it
+    /// needs its activation first.
+    Dormant {
+        /// The owning extension.
+        extension: String,
+    },
+    /// Shutdown has begun or completed (`HOST_DISPOSED`).
+    HostDisposed,
+}
+
+/// What the caller of a finished tool call gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallVerdict {
+    /// The tool's own result.
+    Delivered,
+    /// The call's deadline passed first: `EXTENSION_TIMEOUT`, and the
+    /// tool's result is discarded.
+    TimedOut,
+    /// The call had already been abandoned by its extension's cleanup; its
+    /// caller was answered then, and this result is discarded.
+    Discarded,
 }
 
 /// A registration arrived after its activation settled (H-6).
@@ -402,4 +494,7 @@ pub enum Awaiting {
     Hook(OpId, LiveHook),
     /// The cleanup step it asked for.
     Cleanup(OpId, CleanupStep),
+    /// The calls in flight of this extension, before its first cleanup step
+    /// of the shutdown `OpId` (H-11, INV-12).
+    Calls(OpId, String),
 }

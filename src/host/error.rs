@@ -162,6 +162,7 @@ impl HostError {
             FailureCause::Registry(e) => e.code(),
             FailureCause::Declaration(m) => m.reason,
             FailureCause::Cancelled => codes::EXTENSION_ACTIVATION_CANCELLED,
+            FailureCause::DeadlinePassed => codes::EXTENSION_TIMEOUT,
             FailureCause::Factory(f) | FailureCause::Activate(f) => {
                 f.code.unwrap_or(codes::EXTENSION_ACTIVATION_FAILED)
             }
@@ -196,6 +197,9 @@ fn describe_cause(cause: &FailureCause) -> String {
             )
         }
         FailureCause::Cancelled => "it was cancelled".to_owned(),
+        FailureCause::DeadlinePassed => {
+            "its activation deadline passed before it settled (EXTENSION_TIMEOUT)".to_owned()
+        }
     }
 }
 

@@ -4,8 +4,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rpds::VectorSync;
 
-use super::ids::{ContextId, Counters, OpId};
-use super::lifecycle::{DefinitionMeta, Extension, ExtensionSlot, Status};
+mod calls;
+
+use super::ids::{CallId, ContextId, Counters, OpId};
+use super::lifecycle::{Cancellation, DefinitionMeta, Extension, ExtensionSlot, Status};
 use super::outcome::*;
 use super::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 use crate::id::validate_id_segment;
@@ -41,6 +43,12 @@ pub enum Mutant {
     NoCancelOnDispose,
     /// API-name collisions are not suffixed (INV-10).
     NoApiNameSuffix,
+    /// Shutdown cleans an extension up while its tool calls still run
+    /// (INV-12).
+    CleanupIgnoresCalls,
+    /// An `activate` that returns `Ok` after its deadline passed is
+    /// committed (INV-12).
+    CompletionBeatsDeadline,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -80,6 +88,9 @@ enum Running {
         steps: Vec<CleanupStep>,
         next: usize,
         failures: Vec<StepFailure>,
+        /// Waiting for the calls in flight of `steps[next]`'s extension
+        /// before its first cleanup step (INV-12).
+        draining: bool,
     },
 }
 
@@ -119,6 +130,8 @@ pub struct HostCore {
     running: Option<Running>,
     phase: Phase,
     counters: Counters,
+    /// Tool calls in flight, by handle (INV-12).
+    calls: BTreeMap<CallId, calls::InFlight>,
     #[cfg(feature = "mutants")]
     mutant: Option<Mutant>,
     #[cfg(feature = "mutants")]
@@ -139,6 +152,7 @@ impl HostCore {
             running: None,
             phase: Phase::Open,
             counters: Counters::default(),
+            calls: BTreeMap::new(),
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]
@@ -256,8 +270,16 @@ impl HostCore {
                 op, hooks, next, ..
             }) => Some(Awaiting::Hook(*op, hooks[*next].clone())),
             Some(Running::Dispose {
-                op, steps, next, ..
-            }) => Some(Awaiting::Cleanup(*op, steps[*next].clone())),
+                op,
+                steps,
+                next,
+                draining,
+                ..
+            }) => Some(if *draining {
+                Awaiting::Calls(*op, steps[*next].extension.clone())
+            } else {
+                Awaiting::Cleanup(*op, steps[*next].clone())
+            }),
         }
     }
 
@@ -299,6 +321,13 @@ impl HostCore {
             Input::HookFinished { op, result } => self.hook_finished(op, result),
             Input::HooksFinished { op, results } => self.hooks_finished(op, results),
             Input::CleanupFinished { op, result } => self.cleanup_finished(op, result),
+            Input::CallStart { tool } => Ok(self.call_start(&tool)),
+            Input::CallFinished {
+                call,
+                deadline_passed,
+            } => Ok(self.call_finished(call, deadline_passed)),
+            Input::DeadlinePassed { op } => self.deadline_passed(op),
+            Input::StepLost { op } => self.step_lost(op),
         }
     }
 
@@ -368,9 +397,9 @@ impl HostCore {
                         && let Some(Running::Activation { ext, step, .. }) = &self.running
                         && !matches!(step, ActivationStep::Rollback { .. })
                         && let ExtensionSlot::Activating(a) = &mut self.exts[*ext]
-                        && !a.state().cancelled
+                        && a.state().cancelled.is_none()
                     {
-                        a.state_mut().cancelled = true;
+                        a.state_mut().cancelled = Some(Cancellation::Shutdown);
                         effects.push(Effect::Cancel {
                             context: a.state().context,
                         });
@@ -512,8 +541,8 @@ impl HostCore {
             Ok(()) => {
                 let a = self.activating_mut(ext);
                 a.instance = true;
-                if a.cancelled {
-                    return Ok(self.start_rollback(op, ext, FailureCause::Cancelled));
+                if let Some(why) = a.cancelled {
+                    return Ok(self.start_rollback(op, ext, cancelled_cause(why)));
                 }
                 a.open = true;
                 self.running = Some(Running::Activation {
@@ -616,10 +645,13 @@ impl HostCore {
     ) -> Result<Vec<Effect>, ProtocolError> {
         let (op, ext) =
             self.current_activation(context, |s| matches!(s, ActivationStep::Activate))?;
+        let beats_deadline = self.mutant(Mutant::CompletionBeatsDeadline) && result.is_ok();
         let a = self.activating_mut(ext);
         a.open = false;
-        if a.cancelled {
-            return Ok(self.start_rollback(op, ext, FailureCause::Cancelled));
+        match a.cancelled {
+            Some(Cancellation::Deadline) if beats_deadline => {}
+            Some(why) => return Ok(self.start_rollback(op, ext, cancelled_cause(why))),
+            None => {}
         }
         if let Err(failure) = result {
             return Ok(self.start_rollback(op, ext, FailureCause::Activate(failure)));
@@ -961,14 +993,14 @@ impl HostCore {
             effects.extend(self.finish_dispose(op, Vec::new()));
             return effects;
         }
-        let first = steps[0].clone();
         self.running = Some(Running::Dispose {
             op,
             steps,
             next: 0,
             failures: Vec::new(),
+            draining: false,
         });
-        effects.push(Effect::RunCleanup { op, step: first });
+        effects.extend(self.next_dispose_step(op));
         effects
     }
 
@@ -1006,6 +1038,7 @@ impl HostCore {
                 steps,
                 next,
                 failures,
+                draining: false,
             }) if *running == op => {
                 let failed = record(&steps[*next], result, failures);
                 let done = steps[*next].clone();
@@ -1013,7 +1046,6 @@ impl HostCore {
                 let stop = failed && stop_on_failure;
                 let more = *next < steps.len() && !stop;
                 let extension_done = !more || steps[*next].extension != done.extension;
-                let next_step = more.then(|| steps[*next].clone());
                 let failures = if more {
                     Vec::new()
                 } else {
@@ -1022,9 +1054,10 @@ impl HostCore {
                 if extension_done && !stop {
                     self.mark_disposed(&done.extension);
                 }
-                Ok(match next_step {
-                    Some(step) => vec![Effect::RunCleanup { op, step }],
-                    None => self.finish_dispose(op, failures),
+                Ok(if more {
+                    self.next_dispose_step(op)
+                } else {
+                    self.finish_dispose(op, failures)
                 })
             }
             _ => Err(ProtocolError(format!(
@@ -1054,6 +1087,14 @@ impl HostCore {
             Effect::ForgetAll,
             self.settle(op, OpOutcome::Disposed { failures }),
         ]
+    }
+}
+
+/// The cause of a rollback that a fired cancellation signal started.
+fn cancelled_cause(why: Cancellation) -> FailureCause {
+    match why {
+        Cancellation::Shutdown => FailureCause::Cancelled,
+        Cancellation::Deadline => FailureCause::DeadlinePassed,
     }
 }
 
