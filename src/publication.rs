@@ -55,9 +55,15 @@ impl<T> Published<T> {
     /// The previous snapshot lives on in the hands of readers that loaded it;
     /// the cell's own reference to it is dropped after the lock is released.
     pub fn store(&self, value: T) {
+        drop(self.replace(value));
+    }
+
+    /// Publishes `value` as the new snapshot, in one step, and hands back
+    /// the cell's reference to the previous one, so that the caller chooses
+    /// where it is dropped (the host drops it outside its own lock).
+    pub fn replace(&self, value: T) -> Arc<T> {
         let next = Arc::new(value);
-        let previous = std::mem::replace(&mut *lock(&self.current), next);
-        drop(previous);
+        std::mem::replace(&mut *lock(&self.current), next)
     }
 }
 

@@ -5,9 +5,10 @@ use std::sync::{Arc, Weak};
 
 use tokio_util::sync::CancellationToken;
 
-use super::Inner;
+use super::contain::Contained;
 use super::error::HostError;
 use super::extension::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
+use super::shell::{Inner, Shell};
 use crate::core::{ContextId, Registered, Registration};
 use crate::resources::ResourceLoader;
 
@@ -66,7 +67,7 @@ impl ActivationContext {
         tool: impl Tool,
     ) -> Result<(), HostError> {
         let spec = descriptor.spec();
-        let tool: Arc<dyn Tool> = Arc::new(tool);
+        let tool: Arc<dyn Tool> = Arc::new(Contained::new(tool));
         self.register(Registration::Tool(spec), move |shell, handle| {
             if let Registered::Tool(r) = handle {
                 shell.stage_tool(r, descriptor, tool);
@@ -81,7 +82,11 @@ impl ActivationContext {
         F: Fn(Arc<Event>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
     {
-        let hook: HookFn = Arc::new(move |event| Box::pin(hook(event)));
+        let hook = Contained::new(hook);
+        let hook: HookFn = Arc::new(move |event| match hook.get() {
+            Some(hook) => Box::pin(hook(event)),
+            None => Box::pin(async { Err(ExtensionError::new("the hook is gone")) }),
+        });
         self.register(Registration::Hook, move |shell, handle| {
             if let Registered::Hook(r) = handle {
                 shell.hooks.insert(r, hook);
@@ -96,7 +101,11 @@ impl ActivationContext {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
     {
-        let disposer: DisposerFn = Box::new(move || Box::pin(disposer()));
+        let mut disposer = Contained::new(disposer);
+        let disposer: DisposerFn = Box::new(move || match disposer.take() {
+            Some(disposer) => Box::pin(disposer()),
+            None => Box::pin(async { Err(ExtensionError::new("the disposer is gone")) }),
+        });
         self.register(Registration::Disposer, move |shell, handle| {
             if let Registered::Disposer(r) = handle {
                 shell.disposers.insert(r, disposer);
@@ -107,7 +116,7 @@ impl ActivationContext {
     fn register(
         &self,
         registration: Registration,
-        keep: impl FnOnce(&mut super::Shell, Registered),
+        keep: impl FnOnce(&mut Shell, Registered),
     ) -> Result<(), HostError> {
         let closed = || HostError::ContextClosed {
             extension: self.extension.clone(),

@@ -99,6 +99,24 @@ pub enum HostError {
         /// True when it panicked.
         panicked: bool,
     },
+    /// A tool call outlived its deadline, or was abandoned because it
+    /// outlived the wait of its extension's cleanup (`EXTENSION_TIMEOUT`);
+    /// its result, if any ever comes, is discarded.
+    #[error("tool {name:?} timed out: {message}")]
+    CallTimedOut {
+        /// The tool.
+        name: String,
+        /// Which deadline.
+        message: String,
+    },
+    /// The task running this operation ended without an outcome and none
+    /// could be recovered (`EXTENSION_TASK_LOST`). Never reported for a
+    /// host that is merely disposed.
+    #[error("the task running {operation} ended without an outcome")]
+    TaskLost {
+        /// Which operation.
+        operation: &'static str,
+    },
     /// A dormant tool was called by a caller that may not start extensions,
     /// or its extension's grant was revoked by a declaration mismatch (M-5)
     /// (`TOOL_ACTIVATION_DENIED`); nothing started.
@@ -145,6 +163,8 @@ impl HostError {
             HostError::DisposeFailed { .. } => codes::HOST_DISPOSE_FAILED,
             HostError::ToolNotFound { .. } => codes::TOOL_NOT_FOUND,
             HostError::ToolFailed { .. } => codes::TOOL_FAILED,
+            HostError::CallTimedOut { .. } => codes::EXTENSION_TIMEOUT,
+            HostError::TaskLost { .. } => codes::EXTENSION_TASK_LOST,
             HostError::ActivationDenied { .. } => codes::TOOL_ACTIVATION_DENIED,
             HostError::ManifestDiscovery { .. } => codes::MANIFEST_INVALID,
         }

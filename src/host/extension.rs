@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::contain::Contained;
 use super::context::ActivationContext;
 use crate::core::ToolSpec;
 
@@ -71,10 +72,37 @@ pub trait Extension: Send + Sync + 'static {
     }
 }
 
+/// Extension data behind [`Contained`]: its `Drop` cannot unwind into the
+/// host wherever the last owner lets go of it.
+impl<E: Extension> Extension for Contained<E> {
+    fn activate(&self, context: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        match self.get() {
+            Some(e) => e.activate(context),
+            None => Box::pin(async { Err(ExtensionError::new("the instance is gone")) }),
+        }
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        match self.get() {
+            Some(e) => e.dispose(),
+            None => Box::pin(async { Err(ExtensionError::new("the instance is gone")) }),
+        }
+    }
+}
+
 /// A callable tool.
 pub trait Tool: Send + Sync + 'static {
     /// Calls the tool with its JSON input.
     fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>>;
+}
+
+impl<T: Tool> Tool for Contained<T> {
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
+        match self.get() {
+            Some(t) => t.call(input),
+            None => Box::pin(async { Err(ExtensionError::new("the tool is gone")) }),
+        }
+    }
 }
 
 impl<F, Fut> Tool for F
@@ -136,6 +164,7 @@ pub struct ExtensionDefinition {
     pub(crate) namespaced: bool,
     pub(crate) triggers: Vec<crate::manifest::Trigger>,
     pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
+    pub(crate) call_deadline: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for ExtensionDefinition {
@@ -156,9 +185,17 @@ impl ExtensionDefinition {
         E: Extension,
         F: Fn() -> Result<E, ExtensionError> + Send + Sync + 'static,
     {
+        // The factory closure and every instance it makes are extension
+        // data: their drops are contained (H-8, H-11).
+        let factory = Contained::new(factory);
         Self::from_factory(
             id,
-            Arc::new(move || factory().map(|e| Arc::new(e) as Arc<dyn Extension>)),
+            Arc::new(move || match factory.get() {
+                Some(factory) => {
+                    factory().map(|e| Arc::new(Contained::new(e)) as Arc<dyn Extension>)
+                }
+                None => Err(ExtensionError::new("the factory is gone")),
+            }),
         )
     }
 
@@ -170,6 +207,7 @@ impl ExtensionDefinition {
             namespaced: false,
             triggers: Vec::new(),
             manifest: None,
+            call_deadline: None,
         }
     }
 
@@ -183,6 +221,14 @@ impl ExtensionDefinition {
         self.triggers.push(crate::manifest::Trigger::HookEvent {
             events: events.into_iter().map(Into::into).collect(),
         });
+        self
+    }
+
+    /// Answers a call of this extension's tools still running after
+    /// `deadline` with `EXTENSION_TIMEOUT`, overriding the host's
+    /// [`super::HostOptions::with_call_deadline`].
+    pub fn with_call_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.call_deadline = Some(deadline);
         self
     }
 

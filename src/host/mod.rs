@@ -9,24 +9,28 @@
 //! (H-3); once an operation starts it runs in its own task, so dropping the
 //! caller's future never leaves partial state.
 
+mod calls;
 mod contain;
 mod context;
+mod drive;
 mod error;
 mod extension;
 mod manifests;
+mod shell;
 mod snapshot;
+mod trace;
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use calls::current_call_cancellation;
 pub use context::ActivationContext;
 pub use error::{Diagnostics, HostError};
 pub use extension::{
@@ -36,50 +40,37 @@ pub use manifests::{
     DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestFileFailure,
 };
 pub use snapshot::{ToolInfo, ToolSnapshot};
+pub use trace::{CodeRun, PublicCall, Recorder, TraceEvent};
 
-use contain::{catch_sync, contain, under_queue, under_queue_of};
-use context::{DisposerFn, HookFn};
-use extension::Factory;
-use snapshot::ToolHandler;
+use contain::under_queue_of;
+use drive::Driver;
+use shell::{Deadlines, Inner, Shell};
+use trace::caused_by;
 
 use crate::core::{
-    Binding, CleanupKind, ContextId, DisposerRef, Effect, Failure, FailureCause, HookDiagnostic,
-    HookRef, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Registered, Registration, Status,
-    ToolRef,
+    Binding, Effect, HookDiagnostic, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Status,
 };
-use crate::error::codes;
 use crate::publication::Published;
 use crate::queue::SerialQueue;
 use crate::resources::ResourceLoader;
 
 static NEXT_HOST_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Handles are unique counters the core hands out, so they hash as
-/// themselves.
-#[derive(Default)]
-struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
+/// The default activation deadline (H-12): factory plus `activate`.
+pub const DEFAULT_ACTIVATION_DEADLINE: Duration = Duration::from_secs(30);
+/// The default deadline of one cleanup step, and of the wait for an
+/// extension's calls in flight before its cleanup (H-11, H-12).
+pub const DEFAULT_CLEANUP_DEADLINE: Duration = Duration::from_secs(10);
+/// The default deadline of one hook (H-10, H-12).
+pub const DEFAULT_HOOK_DEADLINE: Duration = Duration::from_secs(10);
 
 /// How to build a host.
 #[derive(Clone)]
 pub struct HostOptions {
     resources: ResourceLoader,
     base_tools: Vec<(ToolDescriptor, Arc<dyn Tool>)>,
-    activation_deadline: Option<Duration>,
-    cleanup_deadline: Option<Duration>,
+    deadlines: Deadlines,
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -94,21 +85,28 @@ impl std::fmt::Debug for HostOptions {
                     .map(|(d, _)| &d.name)
                     .collect::<Vec<_>>(),
             )
-            .field("activation_deadline", &self.activation_deadline)
-            .field("cleanup_deadline", &self.cleanup_deadline)
-            .finish()
+            .field("deadlines", &self.deadlines)
+            .finish_non_exhaustive()
     }
 }
 
 impl HostOptions {
-    /// Options with this trusted resource loader, no base tools and no
-    /// deadlines.
+    /// Options with this trusted resource loader, no base tools, and the
+    /// default deadlines: [`DEFAULT_ACTIVATION_DEADLINE`] (30 s),
+    /// [`DEFAULT_CLEANUP_DEADLINE`] (10 s per cleanup step and per wait for
+    /// an extension's calls), [`DEFAULT_HOOK_DEADLINE`] (10 s per hook), and
+    /// none per tool call.
     pub fn new(resources: ResourceLoader) -> Self {
         Self {
             resources,
             base_tools: Vec::new(),
-            activation_deadline: None,
-            cleanup_deadline: None,
+            deadlines: Deadlines {
+                activation: Some(DEFAULT_ACTIVATION_DEADLINE),
+                cleanup: Some(DEFAULT_CLEANUP_DEADLINE),
+                hook: Some(DEFAULT_HOOK_DEADLINE),
+                call: None,
+            },
+            recorder: None,
         }
     }
 
@@ -121,7 +119,14 @@ impl HostOptions {
     /// Cancels and rolls back an activation still pending after `deadline`
     /// (H-12); its cause carries the code `EXTENSION_TIMEOUT`.
     pub fn with_activation_deadline(mut self, deadline: Duration) -> Self {
-        self.activation_deadline = Some(deadline);
+        self.deadlines.activation = Some(deadline);
+        self
+    }
+
+    /// No activation deadline: an `activate` that never returns then keeps
+    /// the queue until shutdown cancels it.
+    pub fn without_activation_deadline(mut self) -> Self {
+        self.deadlines.activation = None;
         self
     }
 
@@ -129,7 +134,46 @@ impl HostOptions {
     /// `deadline` as failed with `EXTENSION_TIMEOUT` and moves on to the
     /// next step (H-12), so one hung extension cannot wedge shutdown.
     pub fn with_cleanup_deadline(mut self, deadline: Duration) -> Self {
-        self.cleanup_deadline = Some(deadline);
+        self.deadlines.cleanup = Some(deadline);
+        self
+    }
+
+    /// No cleanup deadline: a cleanup step that never returns, or a tool
+    /// call that never finishes, then wedges shutdown.
+    pub fn without_cleanup_deadline(mut self) -> Self {
+        self.deadlines.cleanup = None;
+        self
+    }
+
+    /// Records a hook still running after `deadline` as a failed hook
+    /// (`EXTENSION_TIMEOUT`) and goes on with the next one.
+    pub fn with_hook_deadline(mut self, deadline: Duration) -> Self {
+        self.deadlines.hook = Some(deadline);
+        self
+    }
+
+    /// No hook deadline: a hook that never returns then wedges `emit`.
+    pub fn without_hook_deadline(mut self) -> Self {
+        self.deadlines.hook = None;
+        self
+    }
+
+    /// Answers a tool call still running after `deadline` with
+    /// `EXTENSION_TIMEOUT` and drops it; a result that arrives after the
+    /// deadline is discarded. None by default;
+    /// [`ExtensionDefinition::with_call_deadline`] overrides it per
+    /// extension.
+    pub fn with_call_deadline(mut self, deadline: Duration) -> Self {
+        self.deadlines.call = Some(deadline);
+        self
+    }
+
+    /// Records every input the shell feeds the core, the public call that
+    /// caused each request, and every piece of extension code it runs, for
+    /// trace validation against the model. For tests.
+    #[doc(hidden)]
+    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+        self.recorder = Some(recorder);
         self
     }
 }
@@ -225,348 +269,6 @@ impl std::fmt::Debug for ExtensionHost {
     }
 }
 
-pub(crate) struct Inner {
-    id: u64,
-    shell: Mutex<Shell>,
-    queue: SerialQueue,
-    published: Published<ToolSnapshot>,
-    resources: ResourceLoader,
-    disposed: watch::Sender<Option<Result<(), HostError>>>,
-    activation_deadline: Option<Duration>,
-    cleanup_deadline: Option<Duration>,
-}
-
-/// Everything the core refers to by id, plus the core itself.
-pub(crate) struct Shell {
-    core: HostCore,
-    factories: HashMap<String, Factory>,
-    instances: HashMap<ContextId, Arc<dyn Extension>>,
-    tokens: HashMap<ContextId, CancellationToken>,
-    tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
-    declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
-    hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
-    disposers: HashMap<DisposerRef, DisposerFn>,
-    publish_pending: bool,
-    withdrawn: HashSet<OpId>,
-    /// Extensions started by events (M-3), by event name, in discovery order.
-    event_triggers: HashMap<String, Vec<String>>,
-    /// Eager extensions (M-3), in discovery order.
-    eager: Vec<String>,
-    /// Extensions whose grant a declaration mismatch revoked (M-5).
-    revoked: HashSet<String>,
-    /// Bumped at every publication: the live hooks can only change then.
-    generation: u64,
-    /// The live hooks' handlers, resolved once per generation.
-    hook_handlers: Option<(u64, Arc<[Option<HookFn>]>)>,
-}
-
-impl Shell {
-    /// Applies an input, handling at once the effects that only touch the
-    /// shell's tables; returns the ones that run extension code or settle.
-    fn apply(&mut self, input: Input) -> Vec<Effect> {
-        let effects = self
-            .core
-            .apply(input)
-            .expect("the shell drives the core only with inputs valid in its state");
-        let mut rest = Vec::with_capacity(effects.len());
-        for effect in effects {
-            match effect {
-                Effect::Publish => {
-                    self.publish_pending = true;
-                    self.generation += 1;
-                }
-                Effect::Cancel { context } => {
-                    if let Some(token) = self.tokens.get(&context) {
-                        token.cancel();
-                    }
-                }
-                Effect::Forget {
-                    contexts,
-                    tools,
-                    hooks,
-                    disposers,
-                } => {
-                    for c in contexts {
-                        self.instances.remove(&c);
-                        self.tokens.remove(&c);
-                    }
-                    for t in tools {
-                        self.tools.remove_mut(&t);
-                    }
-                    for h in hooks {
-                        self.hooks.remove(&h);
-                    }
-                    for d in disposers {
-                        self.disposers.remove(&d);
-                    }
-                }
-                Effect::ForgetAll => {
-                    self.hook_handlers = None;
-                    self.instances.clear();
-                    self.tokens.clear();
-                    self.tools = RedBlackTreeMapSync::new_sync();
-                    self.hooks.clear();
-                    self.disposers.clear();
-                    self.factories.clear();
-                }
-                Effect::CallFactory { context, .. } => {
-                    self.tokens.insert(context, CancellationToken::new());
-                    rest.push(effect);
-                }
-                Effect::Settle { ref outcome, .. } => {
-                    match outcome {
-                        OpOutcome::ActivationFailed(f) => {
-                            if matches!(f.cause, FailureCause::Declaration(_)) {
-                                self.revoked.insert(f.extension.clone());
-                            }
-                        }
-                        OpOutcome::Activated { extension } => {
-                            self.revoked.remove(extension);
-                        }
-                        _ => {}
-                    }
-                    rest.push(effect);
-                }
-                other => rest.push(other),
-            }
-        }
-        rest
-    }
-
-    /// The handlers of the hooks emit `op` delivers to, in order; resolved
-    /// once per publication, so an emit costs no lookups per hook.
-    fn hook_handlers(&mut self, op: OpId) -> Arc<[Option<HookFn>]> {
-        if let Some((generation, handlers)) = &self.hook_handlers
-            && *generation == self.generation
-        {
-            return handlers.clone();
-        }
-        let hooks = self.core.emit_hooks(op).expect("the emit is running");
-        let handlers: Arc<[Option<HookFn>]> = hooks
-            .iter()
-            .map(|h| self.hooks.get(&h.hook).cloned())
-            .collect();
-        self.hook_handlers = Some((self.generation, handlers.clone()));
-        handlers
-    }
-
-    fn snapshot(&self) -> ToolSnapshot {
-        ToolSnapshot {
-            registry: self.core.registry().clone(),
-            handlers: self.tools.clone(),
-            declared: self.declared.clone(),
-        }
-    }
-
-    /// Stages a registration; `None` when the context is closed.
-    pub(crate) fn registration(
-        &mut self,
-        context: ContextId,
-        registration: Registration,
-    ) -> Option<Registered> {
-        match self
-            .apply(Input::Register {
-                context,
-                registration,
-            })
-            .first()
-        {
-            Some(Effect::Registration(Ok(handle))) => Some(*handle),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn stage_tool(
-        &mut self,
-        r: ToolRef,
-        descriptor: ToolDescriptor,
-        tool: Arc<dyn Tool>,
-    ) {
-        self.tools
-            .insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
-    }
-}
-
-/// A locked shell; publishing a new snapshot, if the core asked for one,
-/// happens when the guard is dropped, so the snapshot always includes every
-/// table change made under the same lock.
-pub(crate) struct ShellGuard<'a> {
-    guard: MutexGuard<'a, Shell>,
-    published: &'a Published<ToolSnapshot>,
-}
-
-impl std::ops::Deref for ShellGuard<'_> {
-    type Target = Shell;
-    fn deref(&self) -> &Shell {
-        &self.guard
-    }
-}
-
-impl std::ops::DerefMut for ShellGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Shell {
-        &mut self.guard
-    }
-}
-
-impl Drop for ShellGuard<'_> {
-    fn drop(&mut self) {
-        if std::mem::take(&mut self.guard.publish_pending) {
-            self.published.store(self.guard.snapshot());
-        }
-    }
-}
-
-impl Inner {
-    pub(crate) fn lock(&self) -> ShellGuard<'_> {
-        ShellGuard {
-            // Extension code never runs under this lock, so a poisoned lock
-            // can only come from a bug in the shell itself; its data is
-            // still consistent because every update is a single apply.
-            guard: self.shell.lock().unwrap_or_else(|p| p.into_inner()),
-            published: &self.published,
-        }
-    }
-
-    /// Runs one operation that has its turn, from `Begin` to `Settle`.
-    /// `None` when the caller withdrew it first.
-    async fn execute(self: Arc<Self>, op: OpId, event: Option<Arc<Event>>) -> Option<OpOutcome> {
-        let mut pending: VecDeque<Effect> = {
-            let mut shell = self.lock();
-            if shell.withdrawn.remove(&op) {
-                return None;
-            }
-            shell.apply(Input::Begin(op)).into()
-        };
-        loop {
-            let effect = pending
-                .pop_front()
-                .expect("every operation ends with a Settle effect");
-            let input = match effect {
-                Effect::Settle { outcome, .. } => return Some(outcome),
-                Effect::CallFactory {
-                    extension, context, ..
-                } => self.call_factory(extension, context),
-                Effect::RunActivate { extension, context } => {
-                    self.run_activate(extension, context).await
-                }
-                Effect::RunHook { op, .. } => {
-                    let event = event.clone().expect("an emit carries its event");
-                    let handlers = self.lock().hook_handlers(op);
-                    // Every hook runs, one after another, whatever the
-                    // earlier ones did (H-10); the core gets the results in
-                    // one input.
-                    let mut results = Vec::with_capacity(handlers.len());
-                    for handler in handlers.iter() {
-                        results.push(match handler {
-                            Some(f) => contain(|| f(event.clone())).await,
-                            None => Err(Failure::error("hook handler missing")),
-                        });
-                    }
-                    Input::HooksFinished { op, results }
-                }
-                Effect::RunCleanup { op, step } => {
-                    let result = self.run_cleanup(step.context, step.kind).await;
-                    Input::CleanupFinished { op, result }
-                }
-                other => unreachable!("not an effect of a running operation: {other:?}"),
-            };
-            pending.extend(self.lock().apply(input));
-        }
-    }
-
-    fn call_factory(&self, extension: String, context: ContextId) -> Input {
-        let factory = self.lock().factories.get(&extension).cloned();
-        let result = match factory {
-            Some(factory) => catch_sync(|| factory()),
-            None => Err(Failure::error("no factory for this extension")),
-        };
-        let result = result.map(|instance| {
-            self.lock().instances.insert(context, instance);
-        });
-        Input::FactoryReturned { context, result }
-    }
-
-    async fn run_activate(self: &Arc<Self>, extension: String, context: ContextId) -> Input {
-        let (instance, token) = {
-            let shell = self.lock();
-            (
-                shell.instances.get(&context).cloned(),
-                shell.tokens.get(&context).cloned().unwrap_or_default(),
-            )
-        };
-        let Some(instance) = instance else {
-            return Input::ActivateReturned {
-                context,
-                result: Err(Failure::error("instance missing")),
-            };
-        };
-        let cx = ActivationContext {
-            host: Arc::downgrade(self),
-            context,
-            extension,
-            resources: self.resources.clone(),
-            cancellation: token.clone(),
-        };
-        let activation = contain(|| instance.activate(cx));
-        let deadline = self.activation_deadline;
-        let result = tokio::select! {
-            biased;
-            _ = token.cancelled() => Err(Failure::coded(
-                codes::EXTENSION_ACTIVATION_CANCELLED,
-                "the activation was cancelled",
-            )),
-            result = activation => result,
-            _ = sleep_or_never(deadline) => {
-                token.cancel();
-                Err(Failure::coded(
-                    codes::EXTENSION_TIMEOUT,
-                    format!("activate did not settle within {:?}", deadline.unwrap_or_default()),
-                ))
-            }
-        };
-        Input::ActivateReturned { context, result }
-    }
-
-    async fn run_cleanup(&self, context: ContextId, kind: CleanupKind) -> Result<(), Failure> {
-        let step = async {
-            match kind {
-                CleanupKind::Disposer { disposer, .. } => {
-                    let d = self.lock().disposers.remove(&disposer);
-                    match d {
-                        Some(d) => contain(d).await,
-                        None => Err(Failure::error("disposer missing")),
-                    }
-                }
-                CleanupKind::Instance => {
-                    let instance = self.lock().instances.get(&context).cloned();
-                    match instance {
-                        Some(instance) => contain(|| instance.dispose()).await,
-                        None => Err(Failure::error("instance missing")),
-                    }
-                }
-            }
-        };
-        match self.cleanup_deadline {
-            None => step.await,
-            Some(deadline) => tokio::time::timeout(deadline, step)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Failure::coded(
-                        codes::EXTENSION_TIMEOUT,
-                        format!("the cleanup step did not settle within {deadline:?}"),
-                    ))
-                }),
-        }
-    }
-}
-
-async fn sleep_or_never(deadline: Option<Duration>) {
-    match deadline {
-        Some(d) => tokio::time::sleep(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Withdraws a queued operation when its caller's future is dropped before
 /// the operation began (H-3). Under the shell lock it either finds the
 /// operation still queued, withdraws it from the core and tells its task to
@@ -585,8 +287,10 @@ impl Drop for WithdrawOnDrop {
         }
         let mut shell = self.inner.lock();
         if shell.core.is_queued(self.op) {
-            shell.apply(Input::Withdraw(self.op));
+            let _ = shell.apply(Input::Withdraw(self.op));
             shell.withdrawn.insert(self.op);
+            let settler = shell.settlers.remove(&self.op);
+            shell.bury(settler);
             self.withdrawn.cancel();
         }
     }
@@ -601,7 +305,7 @@ impl ExtensionHost {
             HostCore::new(&specs).map_err(|reason| HostError::InvalidBaseTool { reason })?;
         let mut tools = RedBlackTreeMapSync::new_sync();
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
-            tools.insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
+            tools.insert_mut(r, Arc::new(snapshot::ToolHandler { descriptor, tool }));
         }
         let shell = Shell {
             core,
@@ -617,8 +321,15 @@ impl ExtensionHost {
             event_triggers: HashMap::new(),
             eager: Vec::new(),
             revoked: HashSet::new(),
+            call_deadlines: HashMap::new(),
             generation: 0,
             hook_handlers: None,
+            settlers: HashMap::new(),
+            disposed: watch::Sender::new(None),
+            calls: HashMap::new(),
+            handed_off: HashMap::new(),
+            graveyard: Vec::new(),
+            recorder: options.recorder.clone(),
         };
         let published = Published::new(shell.snapshot());
         Ok(Self {
@@ -628,9 +339,9 @@ impl ExtensionHost {
                 queue: SerialQueue::new(),
                 published,
                 resources: options.resources,
-                disposed: watch::Sender::new(None),
-                activation_deadline: options.activation_deadline,
-                cleanup_deadline: options.cleanup_deadline,
+                deadlines: options.deadlines,
+                handoff: Notify::new(),
+                recorder: options.recorder,
             }),
         })
     }
@@ -656,7 +367,11 @@ impl ExtensionHost {
         let definitions: Vec<ExtensionDefinition> = definitions.into_iter().collect();
         let metas = definitions.iter().map(ExtensionDefinition::meta).collect();
         let mut shell = self.inner.lock();
-        let effects = shell.apply(Input::Discover(metas));
+        let effects =
+            trace::sync_caused_by(PublicCall::Discover, || shell.apply(Input::Discover(metas)))
+                .map_err(|_| HostError::TaskLost {
+                    operation: "discover",
+                })?;
         match effects.into_iter().next() {
             Some(Effect::Discovered(Ok(()))) => {
                 for def in &definitions {
@@ -675,12 +390,17 @@ impl ExtensionHost {
                         let name = format!("{}:{}", def.id, d.name);
                         shell.declared.insert_mut(name, Arc::new(d.clone()));
                     }
+                    if let Some(d) = def.call_deadline {
+                        shell.call_deadlines.insert(def.id.clone(), d);
+                    }
                     shell.factories.insert(def.id, def.factory);
                 }
                 Ok(())
             }
             Some(Effect::Discovered(Err(e))) => Err(e.into()),
-            other => unreachable!("discover answers with Discovered, got {other:?}"),
+            _ => Err(HostError::TaskLost {
+                operation: "discover",
+            }),
         }
     }
 
@@ -692,37 +412,39 @@ impl ExtensionHost {
         operation: &'static str,
     ) -> Result<OpOutcome, HostError> {
         self.refuse_reentrant(operation)?;
-        let (op, ticket) = {
+        let lost = || HostError::TaskLost { operation };
+        let (op, ticket, outcome) = {
             let mut shell = self.inner.lock();
-            let op = match shell.apply(Input::Request(kind)).as_slice() {
+            let op = match shell
+                .apply(Input::Request(kind))
+                .map_err(|_| lost())?
+                .as_slice()
+            {
                 [Effect::Enqueued(op)] => *op,
                 [Effect::Rejected(_)] => return Err(HostError::Disposed),
-                other => unreachable!("a request answers Enqueued or Rejected, got {other:?}"),
+                _ => return Err(lost()),
             };
-            let ticket = self
-                .inner
-                .queue
-                .enqueue()
-                .expect("the queue closes only together with the core");
-            (op, ticket)
+            let Ok(ticket) = self.inner.queue.enqueue() else {
+                // The queue closes only together with the core: this is
+                // unreachable unless the shell has a bug; take the request
+                // back so the core does not wait for it.
+                let _ = shell.apply(Input::Withdraw(op));
+                return Err(HostError::Disposed);
+            };
+            let (settler, outcome) = oneshot::channel();
+            shell.settlers.insert(op, settler);
+            (op, ticket, outcome)
         };
         // The operation waits for its turn in its own task, so the queue
         // never depends on how (or whether) the caller polls.
         let withdrawn = CancellationToken::new();
-        let (settled, outcome) = oneshot::channel();
-        let inner = self.inner.clone();
-        let cancelled = withdrawn.clone();
-        tokio::spawn(under_queue(self.inner.id, async move {
-            let turn = tokio::select! {
-                biased;
-                _ = cancelled.cancelled() => return,
-                turn = ticket => turn,
-            };
-            if let Some(result) = inner.execute(op, event).await {
-                let _ = settled.send(result);
-            }
-            drop(turn);
-        }));
+        Driver::spawn(
+            self.inner.clone(),
+            op,
+            event,
+            ticket,
+            Some(withdrawn.clone()),
+        );
         let mut guard = WithdrawOnDrop {
             inner: self.inner.clone(),
             op,
@@ -731,8 +453,9 @@ impl ExtensionHost {
         };
         let result = outcome.await;
         guard.armed = false;
-        // The sender is dropped unsent only when the runtime shuts down.
-        result.map_err(|_| HostError::Disposed)
+        // The settler is dropped unsent only when the task running the
+        // operation was lost with no way to finish it.
+        result.map_err(|_| lost())
     }
 
     /// Activates an extension (H-4): factory, `activate`, then one commit of
@@ -740,6 +463,10 @@ impl ExtensionHost {
     /// Activating an active extension succeeds without effect; a failed one
     /// may be activated again.
     pub async fn activate(&self, id: &str) -> Result<Activation, HostError> {
+        caused_by(PublicCall::Activate(id.to_owned()), self.activate_inner(id)).await
+    }
+
+    async fn activate_inner(&self, id: &str) -> Result<Activation, HostError> {
         match self
             .run(OpKind::Activate(id.to_owned()), None, "activate")
             .await?
@@ -751,7 +478,9 @@ impl ExtensionHost {
             OpOutcome::CancelledBeforeStart { extension } => {
                 Err(HostError::CancelledBeforeStart { id: extension })
             }
-            other => unreachable!("activate settled with {other:?}"),
+            _ => Err(HostError::TaskLost {
+                operation: "activate",
+            }),
         }
     }
 
@@ -765,6 +494,10 @@ impl ExtensionHost {
     /// transactional path, so their new hooks receive this triggering event
     /// exactly once (M-4).
     pub async fn emit(&self, event: Event) -> Result<EmitReport, HostError> {
+        caused_by(PublicCall::Emit(event.name.clone()), self.emit_inner(event)).await
+    }
+
+    async fn emit_inner(&self, event: Event) -> Result<EmitReport, HostError> {
         self.refuse_reentrant("emit")?;
         let triggered: Vec<String> = {
             let shell = self.inner.lock();
@@ -796,7 +529,7 @@ impl ExtensionHost {
                 report.diagnostics = diagnostics;
                 Ok(report)
             }
-            other => unreachable!("emit settled with {other:?}"),
+            _ => Err(HostError::TaskLost { operation: "emit" }),
         }
     }
 
@@ -804,6 +537,10 @@ impl ExtensionHost {
     /// declarations) that is still `discovered`, in discovery order, each as
     /// its own transaction; returns each one's result.
     pub async fn activate_eager(&self) -> Vec<(String, Result<Activation, HostError>)> {
+        caused_by(PublicCall::ActivateEager, self.activate_eager_inner()).await
+    }
+
+    async fn activate_eager_inner(&self) -> Vec<(String, Result<Activation, HostError>)> {
         let eager: Vec<String> = {
             let shell = self.inner.lock();
             shell
@@ -850,43 +587,36 @@ impl ExtensionHost {
     /// first one's outcome. Once called, shutdown completes even if this
     /// future is dropped.
     pub async fn dispose(&self) -> Result<(), HostError> {
+        caused_by(PublicCall::Dispose, self.dispose_inner()).await
+    }
+
+    async fn dispose_inner(&self) -> Result<(), HostError> {
         self.refuse_reentrant("dispose")?;
-        let mut outcome = self.inner.disposed.subscribe();
-        {
+        let lost = || HostError::TaskLost {
+            operation: "dispose",
+        };
+        let mut outcome = {
             let mut shell = self.inner.lock();
-            match shell.apply(Input::Request(OpKind::Dispose)).as_slice() {
+            let outcome = shell.disposed.subscribe();
+            match shell
+                .apply(Input::Request(OpKind::Dispose))
+                .map_err(|_| lost())?
+                .as_slice()
+            {
                 [Effect::Enqueued(op)] => {
-                    let op = *op;
-                    let ticket = self
-                        .inner
-                        .queue
-                        .enqueue_and_close()
-                        .expect("the queue closes only together with the core");
-                    let inner = self.inner.clone();
-                    tokio::spawn(under_queue(self.inner.id, async move {
-                        let turn = ticket.await;
-                        let result = match inner.clone().execute(op, None).await {
-                            Some(OpOutcome::Disposed { failures }) if failures.is_empty() => Ok(()),
-                            Some(OpOutcome::Disposed { failures }) => {
-                                Err(HostError::DisposeFailed { failures })
-                            }
-                            other => unreachable!("dispose settled with {other:?}"),
-                        };
-                        drop(turn);
-                        inner.disposed.send_replace(Some(result));
-                    }));
+                    let ticket = self.inner.queue.enqueue_and_close().map_err(|_| lost())?;
+                    Driver::spawn(self.inner.clone(), *op, None, ticket, None);
                 }
                 [Effect::JoinDispose(_)] => {}
-                other => {
-                    unreachable!("a dispose request answers Enqueued or JoinDispose, got {other:?}")
-                }
+                _ => return Err(lost()),
             }
-        }
+            outcome
+        };
         let settled = outcome
             .wait_for(Option::is_some)
             .await
-            .expect("the host keeps its sender");
-        settled.clone().expect("waited for Some")
+            .map_err(|_| lost())?;
+        settled.clone().unwrap_or_else(|| Err(lost()))
     }
 
     /// A detached, immutable snapshot of the live tools (H-9).
@@ -911,27 +641,25 @@ impl ExtensionHost {
     }
 
     /// Calls a live tool by runtime name. Tools run concurrently, outside
-    /// the queue; a panic is contained (H-8). A dormant descriptor is not
-    /// called: this caller may not start extensions, so the result is
-    /// `TOOL_ACTIVATION_DENIED` and nothing starts (M-4); see
-    /// [`ExtensionHost::call_tool_activating`].
+    /// the queue, each in a task of its own; a panic is contained (H-8).
+    /// The host tracks every call in flight: shutdown fires the call's
+    /// signal ([`current_call_cancellation`]) and waits for it before its
+    /// extension's first cleanup step, and abandons it with
+    /// `EXTENSION_TIMEOUT` past the cleanup deadline (H-11). A call still
+    /// running after its deadline ([`HostOptions::with_call_deadline`],
+    /// [`ExtensionDefinition::with_call_deadline`]) is answered with
+    /// `EXTENSION_TIMEOUT`, whatever it returns later. After `dispose` has
+    /// begun, every call fails with `HOST_DISPOSED`.
+    ///
+    /// A dormant descriptor is not called: this caller may not start
+    /// extensions, so the result is `TOOL_ACTIVATION_DENIED` and nothing
+    /// starts (M-4); see [`ExtensionHost::call_tool_activating`].
     pub async fn call_tool(&self, name: &str, input: Value) -> Result<Value, HostError> {
-        let snapshot = self.tools();
-        match snapshot.handler(name) {
-            None => Err(HostError::ToolNotFound {
-                name: name.to_owned(),
-            }),
-            Some((Binding::Dormant, _)) => {
-                let extension = owner_id(snapshot.owner(name));
-                let revoked = self.inner.lock().revoked.contains(&extension);
-                Err(HostError::ActivationDenied {
-                    name: name.to_owned(),
-                    extension,
-                    revoked,
-                })
-            }
-            Some((Binding::Live(_), handler)) => call_handler(name, handler, input).await,
-        }
+        caused_by(
+            PublicCall::CallTool(name.to_owned()),
+            calls::call(&self.inner, name, input),
+        )
+        .await
     }
 
     /// Calls a tool, first activating its extension through the normal
@@ -941,6 +669,18 @@ impl ExtensionHost {
     /// explicit [`ExtensionHost::activate`] succeeds. Transient failures
     /// (an error in `activate`, a tool's own error) do not revoke it.
     pub async fn call_tool_activating(&self, name: &str, input: Value) -> Result<Value, HostError> {
+        caused_by(
+            PublicCall::CallToolActivating(name.to_owned()),
+            self.call_tool_activating_inner(name, input),
+        )
+        .await
+    }
+
+    async fn call_tool_activating_inner(
+        &self,
+        name: &str,
+        input: Value,
+    ) -> Result<Value, HostError> {
         let snapshot = self.tools();
         if let Some((Binding::Dormant, _)) = snapshot.handler(name) {
             let extension = owner_id(snapshot.owner(name));
@@ -962,23 +702,4 @@ fn owner_id(owner: Option<Owner>) -> String {
         Some(Owner::Extension(id)) => id,
         Some(Owner::Base) | None => String::new(),
     }
-}
-
-async fn call_handler(
-    name: &str,
-    handler: Option<Arc<ToolHandler>>,
-    input: Value,
-) -> Result<Value, HostError> {
-    let Some(handler) = handler else {
-        return Err(HostError::ToolNotFound {
-            name: name.to_owned(),
-        });
-    };
-    contain(|| handler.tool.call(input))
-        .await
-        .map_err(|f| HostError::ToolFailed {
-            name: name.to_owned(),
-            message: f.message,
-            panicked: f.panicked,
-        })
 }

@@ -1,0 +1,208 @@
+//! Tool calls: admitted by the core, run in tasks of their own, tracked in
+//! flight so that cleanup waits for them (H-11, INV-12).
+//!
+//! Architecture invariant: whether a call may start and what its caller
+//! gets when it ends (the tool's result, a timeout, or nothing because its
+//! extension's cleanup abandoned it) are the core's answers to `CallStart`
+//! and `CallFinished`. The shell only runs the tool, keeps its signals, and
+//! reports.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::contain::contain;
+use super::error::HostError;
+use super::shell::{CallHandle, Inner};
+use super::trace::CodeRun;
+use crate::core::{CallId, CallRefused, CallVerdict, Effect, Failure, Input, Owner};
+
+tokio::task_local! {
+    static CALL_CANCELLATION: CancellationToken;
+}
+
+/// The cancellation signal of the tool call running in this task, if any.
+///
+/// It fires when the host begins to clean up the call's extension (at
+/// shutdown): the host then waits for the call, bounded by the cleanup
+/// deadline, before the extension's first disposer runs, and abandons it
+/// (`EXTENSION_TIMEOUT` for its caller) if it outlives the wait. A tool that
+/// does long work should watch it.
+pub fn current_call_cancellation() -> Option<CancellationToken> {
+    CALL_CANCELLATION.try_with(Clone::clone).ok()
+}
+
+/// Ends call `call` in the core, once: whoever gets here first (the call's
+/// task, its deadline, its dropped caller) reports it. Effects the report
+/// produces for the running operation (shutdown waiting for this call) are
+/// handed to that operation's driver.
+fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
+    let mut shell = inner.lock();
+    let Some(handle) = shell.calls.remove(&call) else {
+        return CallVerdict::Discarded;
+    };
+    shell.bury(handle);
+    let effects = shell
+        .apply(Input::CallFinished {
+            call,
+            deadline_passed,
+        })
+        .unwrap_or_default();
+    let mut verdict = CallVerdict::Discarded;
+    let mut rest = Vec::new();
+    for effect in effects {
+        match effect {
+            Effect::CallEnded(v) => verdict = v,
+            other => rest.push(other),
+        }
+    }
+    if !rest.is_empty()
+        && let Some(op) = shell.core.running_op()
+    {
+        shell.handed_off.entry(op).or_default().extend(rest);
+        drop(shell);
+        inner.handoff.notify_one();
+    }
+    verdict
+}
+
+/// Reports a call whose caller went away.
+struct FinishOnDrop {
+    inner: Arc<Inner>,
+    call: CallId,
+    task: tokio::task::AbortHandle,
+    armed: bool,
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.task.abort();
+            finish(&self.inner, self.call, false);
+        }
+    }
+}
+
+fn timed_out(name: &str, deadline: Option<Duration>) -> HostError {
+    HostError::CallTimedOut {
+        name: name.to_owned(),
+        message: match deadline {
+            Some(d) => format!("the call did not finish within its deadline of {d:?}"),
+            None => "the call outlived its extension's cleanup wait and was abandoned".to_owned(),
+        },
+    }
+}
+
+/// Calls the live tool `name`.
+pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result<Value, HostError> {
+    let (call, handler, cancel, abandon, deadline) = {
+        let mut shell = inner.lock();
+        let effects = shell
+            .apply(Input::CallStart {
+                tool: name.to_owned(),
+            })
+            .unwrap_or_default();
+        let admitted = match effects.into_iter().next() {
+            Some(Effect::CallAdmitted(Ok(admitted))) => admitted,
+            Some(Effect::CallAdmitted(Err(CallRefused::Dormant { extension }))) => {
+                let revoked = shell.revoked.contains(&extension);
+                return Err(HostError::ActivationDenied {
+                    name: name.to_owned(),
+                    extension,
+                    revoked,
+                });
+            }
+            Some(Effect::CallAdmitted(Err(CallRefused::HostDisposed))) => {
+                return Err(HostError::Disposed);
+            }
+            _ => {
+                return Err(HostError::ToolNotFound {
+                    name: name.to_owned(),
+                });
+            }
+        };
+        let deadline = match &admitted.owner {
+            Owner::Extension(id) => shell.call_deadlines.get(id).copied(),
+            Owner::Base => None,
+        }
+        .or(inner.deadlines.call);
+        let cancel = CancellationToken::new();
+        let abandon = CancellationToken::new();
+        shell.calls.insert(
+            admitted.call,
+            CallHandle {
+                cancel: cancel.clone(),
+                abandon: abandon.clone(),
+                task: None,
+            },
+        );
+        let handler = shell.tools.get(&admitted.tool).cloned();
+        (admitted.call, handler, cancel, abandon, deadline)
+    };
+    let Some(handler) = handler else {
+        finish(inner, call, false);
+        return Err(HostError::ToolNotFound {
+            name: name.to_owned(),
+        });
+    };
+    if let Some(recorder) = &inner.recorder {
+        recorder.ran(CodeRun::Tool(call));
+    }
+    let started = Instant::now();
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let task_inner = inner.clone();
+    let task = tokio::spawn(CALL_CANCELLATION.scope(cancel, async move {
+        let tool = handler.tool.clone();
+        let result = contain(move || tool.call(input)).await;
+        let late = deadline.is_some_and(|d| started.elapsed() >= d);
+        let verdict = finish(&task_inner, call, late);
+        let _ = sender.send((result, verdict));
+    }));
+    let abort = task.abort_handle();
+    {
+        let mut shell = inner.lock();
+        // Not there when it finished or was abandoned already.
+        if let Some(handle) = shell.calls.get_mut(&call) {
+            handle.task = Some(abort.clone());
+        }
+    }
+    let mut guard = FinishOnDrop {
+        inner: inner.clone(),
+        call,
+        task: abort,
+        armed: true,
+    };
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until((started + d).into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        biased;
+        reported = receiver => reported.ok(),
+        _ = abandon.cancelled() => None,
+        _ = sleep => {
+            guard.task.abort();
+            finish(inner, call, true);
+            guard.armed = false;
+            return Err(timed_out(name, deadline));
+        }
+    };
+    guard.armed = false;
+    match outcome {
+        Some((result, CallVerdict::Delivered)) => result.map_err(|f| tool_failed(name, f)),
+        Some((_, CallVerdict::TimedOut)) => Err(timed_out(name, deadline)),
+        Some((_, CallVerdict::Discarded)) | None => Err(timed_out(name, None)),
+    }
+}
+
+fn tool_failed(name: &str, f: Failure) -> HostError {
+    HostError::ToolFailed {
+        name: name.to_owned(),
+        message: f.message,
+        panicked: f.panicked,
+    }
+}

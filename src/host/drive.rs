@@ -1,0 +1,574 @@
+//! Running one queued operation: the effect interpreter, with supervision.
+//!
+//! Architecture invariants:
+//! - Each piece of extension code runs in a task of its own (the factory on
+//!   the blocking pool), so the driver can hold a deadline against code that
+//!   blocks its thread or never returns; what the driver feeds the core
+//!   when a deadline passes or a completion arrives late is decided by the
+//!   core (`DeadlinePassed`, then the completion).
+//! - A driver that ends without settling its operation (its task aborted,
+//!   its runtime shutting down, a bug unwinding) feeds the core `StepLost`
+//!   and hands the rest of the operation, with its turn in the queue, to a
+//!   fresh task, so the queue never wedges and the caller always gets an
+//!   outcome.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::ActivationContext;
+use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
+use super::context::HookFn;
+use super::extension::Event;
+use super::shell::Inner;
+use super::trace::CodeRun;
+use crate::core::{
+    Awaiting, CleanupKind, CleanupStep, ContextId, Effect, Failure, Input, LiveHook, OpId,
+};
+use crate::error::codes;
+use crate::queue::{Ticket, Turn};
+
+/// Aborts a task when dropped: extension code the driver stopped waiting
+/// for does not run on.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lost() -> Failure {
+    Failure::coded(
+        codes::EXTENSION_TASK_LOST,
+        "the task running this step ended without a result",
+    )
+}
+
+fn timed_out(what: &str, deadline: Duration) -> Failure {
+    Failure::coded(
+        codes::EXTENSION_TIMEOUT,
+        format!("{what} did not settle within {deadline:?}"),
+    )
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn passed(at: Option<Instant>) -> bool {
+    at.is_some_and(|at| Instant::now() >= at)
+}
+
+/// Runs one operation from its turn to its outcome.
+pub(crate) struct Driver {
+    inner: Arc<Inner>,
+    op: OpId,
+    event: Option<Arc<Event>>,
+    turn: Option<Turn>,
+    begun: bool,
+    settled: bool,
+    activation_deadline: Option<Instant>,
+    /// Results of the running emit's hooks not yet fed to the core.
+    hook_results: Arc<Mutex<HookProgress>>,
+}
+
+impl Driver {
+    fn new(inner: Arc<Inner>, op: OpId, event: Option<Arc<Event>>) -> Self {
+        Self {
+            inner,
+            op,
+            event,
+            turn: None,
+            begun: false,
+            settled: false,
+            activation_deadline: None,
+            hook_results: Arc::default(),
+        }
+    }
+
+    /// Spawns the task that waits for `op`'s turn and runs it. `withdrawn`
+    /// fires when the caller dropped its request before the turn came.
+    pub(crate) fn spawn(
+        inner: Arc<Inner>,
+        op: OpId,
+        event: Option<Arc<Event>>,
+        ticket: Ticket,
+        withdrawn: Option<CancellationToken>,
+    ) {
+        let host = inner.id;
+        tokio::spawn(under_queue(host, async move {
+            let mut driver = Driver::new(inner, op, event);
+            let turn = match withdrawn {
+                Some(withdrawn) => tokio::select! {
+                    biased;
+                    _ = withdrawn.cancelled() => {
+                        driver.settled = true;
+                        return;
+                    }
+                    turn = ticket => turn,
+                },
+                None => ticket.await,
+            };
+            driver.turn = Some(turn);
+            let effects = {
+                let mut shell = driver.inner.lock();
+                if shell.withdrawn.remove(&op) {
+                    driver.settled = true;
+                    return;
+                }
+                driver.begun = true;
+                shell.apply(Input::Begin(op)).unwrap_or_default()
+            };
+            driver.run(effects.into()).await;
+        }));
+    }
+
+    /// Feeds inputs in order; returns every effect they produced.
+    fn feed(&self, inputs: Vec<Input>) -> Vec<Effect> {
+        let mut shell = self.inner.lock();
+        let mut effects = Vec::new();
+        for input in inputs {
+            effects.extend(shell.apply(input).unwrap_or_default());
+        }
+        effects
+    }
+
+    fn record(&self, code: CodeRun) {
+        if let Some(recorder) = &self.inner.recorder {
+            recorder.ran(code);
+        }
+    }
+
+    /// Performs effects until the operation settles.
+    async fn run(&mut self, mut pending: VecDeque<Effect>) {
+        let mut stalls = 0;
+        loop {
+            let Some(effect) = pending.pop_front() else {
+                // The core owes this operation a step but asked for none:
+                // a shell bug. Count the awaited step as lost; give the
+                // caller an answer if even that fails.
+                stalls += 1;
+                let effects = self.feed(vec![Input::StepLost { op: self.op }]);
+                if effects.is_empty() || stalls > 3 {
+                    self.abandon_caller();
+                    return;
+                }
+                pending.extend(effects);
+                continue;
+            };
+            let effects = match effect {
+                Effect::Settle { .. } => {
+                    self.settled = true;
+                    return;
+                }
+                Effect::CallFactory {
+                    extension, context, ..
+                } => self.call_factory(extension, context).await,
+                Effect::RunActivate { extension, context } => {
+                    self.run_activate(extension, context).await
+                }
+                Effect::RunHook { hook, .. } => self.run_hooks(hook).await,
+                Effect::RunCleanup { step, .. } => self.run_cleanup(step).await,
+                Effect::CancelCalls { .. } => self.await_calls().await,
+                other => {
+                    tracing::error!(?other, "an effect the operation driver does not perform");
+                    Vec::new()
+                }
+            };
+            pending.extend(effects);
+        }
+    }
+
+    /// Gives up on an operation the core no longer runs: its caller gets
+    /// `EXTENSION_TASK_LOST` instead of waiting forever.
+    fn abandon_caller(&mut self) {
+        self.settled = true;
+        let settler = self.inner.lock().settlers.remove(&self.op);
+        drop(settler);
+    }
+
+    async fn call_factory(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
+        let deadline = self.inner.deadlines.activation;
+        self.activation_deadline = deadline.map(|d| Instant::now() + d);
+        let factory = self.inner.lock().factories.get(&extension).cloned();
+        self.record(CodeRun::Factory(context));
+        let Some(factory) = factory else {
+            return self.feed(vec![Input::FactoryReturned {
+                context,
+                result: Err(Failure::error("no factory for this extension")),
+            }]);
+        };
+        // The factory is synchronous: it runs on the blocking pool, marked
+        // as running under this host's queue, so one that blocks its thread
+        // cannot hold the deadline hostage.
+        let host = self.inner.id;
+        let task = AbortOnDrop(tokio::task::spawn_blocking(move || {
+            under_queue_thread(host, || catch_sync(|| factory()))
+        }));
+        let mut task = task;
+        let result = tokio::select! {
+            joined = &mut task.0 => joined.unwrap_or_else(|_| Err(lost())),
+            _ = sleep_until(self.activation_deadline) => {
+                let d = deadline.unwrap_or_default();
+                return self.feed(vec![
+                    Input::DeadlinePassed { op: self.op },
+                    Input::FactoryReturned { context, result: Err(timed_out("the factory", d)) },
+                ]);
+            }
+        };
+        let late = passed(self.activation_deadline);
+        let result = result.map(|instance| {
+            let mut shell = self.inner.lock();
+            if let Some(old) = shell.instances.insert(context, instance) {
+                shell.bury(old);
+            }
+        });
+        let mut inputs = Vec::with_capacity(2);
+        if late {
+            inputs.push(Input::DeadlinePassed { op: self.op });
+        }
+        inputs.push(Input::FactoryReturned { context, result });
+        self.feed(inputs)
+    }
+
+    async fn run_activate(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
+        let (instance, token) = {
+            let shell = self.inner.lock();
+            (
+                shell.instances.get(&context).cloned(),
+                shell.tokens.get(&context).cloned().unwrap_or_default(),
+            )
+        };
+        let Some(instance) = instance else {
+            return self.feed(vec![Input::ActivateReturned {
+                context,
+                result: Err(Failure::error("instance missing")),
+            }]);
+        };
+        let cx = ActivationContext {
+            host: Arc::downgrade(&self.inner),
+            context,
+            extension,
+            resources: self.inner.resources.clone(),
+            cancellation: token.clone(),
+        };
+        self.record(CodeRun::Activate(context));
+        let mut task = AbortOnDrop(spawn_code(self.inner.id, async move {
+            contain(|| instance.activate(cx)).await
+        }));
+        let op = self.op;
+        tokio::select! {
+            biased;
+            _ = token.cancelled() => self.feed(vec![Input::ActivateReturned {
+                context,
+                result: Err(Failure::coded(
+                    codes::EXTENSION_ACTIVATION_CANCELLED,
+                    "the activation was cancelled",
+                )),
+            }]),
+            joined = &mut task.0 => {
+                let result = joined.unwrap_or_else(|_| Err(lost()));
+                let mut inputs = Vec::with_capacity(2);
+                if passed(self.activation_deadline) {
+                    inputs.push(Input::DeadlinePassed { op });
+                }
+                inputs.push(Input::ActivateReturned { context, result });
+                self.feed(inputs)
+            }
+            _ = sleep_until(self.activation_deadline) => {
+                let d = self.inner.deadlines.activation.unwrap_or_default();
+                self.feed(vec![
+                    Input::DeadlinePassed { op },
+                    Input::ActivateReturned { context, result: Err(timed_out("activate", d)) },
+                ])
+            }
+        }
+    }
+
+    /// Runs every remaining hook of the running emit, from `first`, one
+    /// after another whatever each did (H-10), and feeds their results in
+    /// one input. The hooks run in a task of their own; a hook that blocks
+    /// its thread past the hook deadline is abandoned by a watchdog and the
+    /// remaining hooks run in a fresh task.
+    async fn run_hooks(&mut self, first: LiveHook) -> Vec<Effect> {
+        let op = self.op;
+        let (handlers, list): (Arc<[Option<HookFn>]>, Vec<LiveHook>) = {
+            let mut shell = self.inner.lock();
+            let handlers = shell.hook_handlers(op);
+            let list = shell
+                .core
+                .emit_hooks(op)
+                .map(|l| l.iter().cloned().collect())
+                .unwrap_or_default();
+            (handlers, list)
+        };
+        let Some(start) = list.iter().position(|h| h.hook == first.hook) else {
+            return self.feed(vec![Input::HookFinished {
+                op,
+                result: Err(Failure::error("hook missing")),
+            }]);
+        };
+        let Some(event) = self.event.clone() else {
+            return self.feed(vec![Input::StepLost { op }]);
+        };
+        let list: Arc<[LiveHook]> = list.into();
+        let deadline = self.inner.deadlines.hook;
+        *self.progress() = HookProgress::default();
+        let mut next = start;
+        while next < list.len() {
+            let epoch = self.progress().epoch;
+            let batch = HookBatch {
+                handlers: handlers.clone(),
+                list: list.clone(),
+                start: next,
+                event: event.clone(),
+                deadline,
+                progress: self.hook_results.clone(),
+                epoch,
+                recorder: self.inner.recorder.clone(),
+                op,
+            };
+            let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
+            loop {
+                let done_before = self.progress().results.len();
+                tokio::select! {
+                    _ = &mut task.0 => break,
+                    _ = sleep_until(deadline.map(|d| Instant::now() + d)) => {
+                        let mut progress = self.progress();
+                        if progress.results.len() == done_before {
+                            // No hook finished for a whole deadline: the
+                            // running one blocks its thread. It times out,
+                            // its batch can report nothing more, and the
+                            // rest run in a fresh task.
+                            progress.epoch += 1;
+                            progress.results.push(Err(timed_out("the hook", deadline.unwrap_or_default())));
+                            drop(progress);
+                            task.0.abort();
+                            break;
+                        }
+                    }
+                }
+            }
+            let mut progress = self.progress();
+            if start + progress.results.len() == next {
+                // The batch ended without a word on the hook it was on.
+                progress.epoch += 1;
+                progress.results.push(Err(lost()));
+            }
+            next = start + progress.results.len();
+        }
+        let results = std::mem::take(&mut self.progress().results);
+        self.feed(vec![Input::HooksFinished { op, results }])
+    }
+
+    fn progress(&self) -> std::sync::MutexGuard<'_, HookProgress> {
+        self.hook_results.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn run_cleanup(&mut self, step: CleanupStep) -> Vec<Effect> {
+        let op = self.op;
+        let deadline = self.inner.deadlines.cleanup;
+        let code = {
+            let mut shell = self.inner.lock();
+            match step.kind {
+                CleanupKind::Disposer { disposer, .. } => {
+                    shell.disposers.remove(&disposer).map(|d| {
+                        Box::pin(async move { contain(d).await })
+                            as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+                    })
+                }
+                CleanupKind::Instance => shell.instances.get(&step.context).cloned().map(|i| {
+                    Box::pin(async move { contain(|| i.dispose()).await })
+                        as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+                }),
+            }
+        };
+        self.record(CodeRun::Cleanup(op, step.clone()));
+        let Some(code) = code else {
+            return self.feed(vec![Input::CleanupFinished {
+                op,
+                result: Err(Failure::error("cleanup step missing")),
+            }]);
+        };
+        let at = deadline.map(|d| Instant::now() + d);
+        let mut task = AbortOnDrop(spawn_code(self.inner.id, code));
+        tokio::select! {
+            joined = &mut task.0 => {
+                if passed(at) {
+                    self.feed(vec![Input::DeadlinePassed { op }])
+                } else {
+                    let result = joined.unwrap_or_else(|_| Err(lost()));
+                    self.feed(vec![Input::CleanupFinished { op, result }])
+                }
+            }
+            _ = sleep_until(at) => self.feed(vec![Input::DeadlinePassed { op }]),
+        }
+    }
+
+    /// Shutdown waits for an extension's calls in flight before its first
+    /// cleanup step, bounded by the cleanup deadline.
+    async fn await_calls(&mut self) -> Vec<Effect> {
+        let op = self.op;
+        let at = self.inner.deadlines.cleanup.map(|d| Instant::now() + d);
+        loop {
+            let notified = self.inner.handoff.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut shell = self.inner.lock();
+                if let Some(effects) = shell.handed_off.remove(&op) {
+                    return effects;
+                }
+                if !matches!(shell.core.awaiting(), Some(Awaiting::Calls(..))) {
+                    return Vec::new();
+                }
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = sleep_until(at) => return self.feed(vec![Input::DeadlinePassed { op }]),
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    /// The driver ends without its operation settled: finish it elsewhere.
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let op = self.op;
+        let mut shell = self.inner.lock();
+        if !self.begun {
+            if shell.core.is_queued(op) {
+                let _ = shell.apply(Input::Withdraw(op));
+            }
+            let settler = shell.settlers.remove(&op);
+            drop(shell);
+            drop(settler);
+            return;
+        }
+        if shell.core.running_op() != Some(op) {
+            let settler = shell.settlers.remove(&op);
+            drop(shell);
+            drop(settler);
+            return;
+        }
+        let mut effects = Vec::new();
+        let collected = {
+            let mut progress = self.progress();
+            progress.epoch += 1;
+            std::mem::take(&mut progress.results)
+        };
+        for result in collected {
+            effects.extend(
+                shell
+                    .apply(Input::HookFinished { op, result })
+                    .unwrap_or_default(),
+            );
+        }
+        effects.extend(shell.apply(Input::StepLost { op }).unwrap_or_default());
+        drop(shell);
+        let mut next = Driver::new(self.inner.clone(), op, self.event.take());
+        next.turn = self.turn.take();
+        next.begun = true;
+        next.activation_deadline = self.activation_deadline;
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let host = self.inner.id;
+                handle.spawn(under_queue(host, async move {
+                    next.run(effects.into()).await;
+                }));
+            }
+            Err(_) => next.finish_without_code(effects),
+        }
+    }
+}
+
+impl Driver {
+    /// No runtime is left to run extension code: every step it would run
+    /// is lost, and the operation settles with those failures recorded.
+    fn finish_without_code(mut self, mut effects: Vec<Effect>) {
+        for _ in 0..100_000 {
+            if effects.iter().any(|e| matches!(e, Effect::Settle { .. })) {
+                self.settled = true;
+                return;
+            }
+            effects = self.feed(vec![Input::StepLost { op: self.op }]);
+            if effects.is_empty() {
+                break;
+            }
+        }
+        self.abandon_caller();
+    }
+}
+
+/// Runs extension code in a task of its own, marked as under the queue.
+fn spawn_code<F>(host: u64, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(under_queue(host, future))
+}
+
+/// What the hooks of the running emit reported so far. A batch reports
+/// only while the epoch is the one it started with: once the watchdog gave
+/// up on it, a late word from it is ignored.
+#[derive(Default)]
+struct HookProgress {
+    results: Vec<Result<(), Failure>>,
+    epoch: u64,
+}
+
+/// The hooks of one emit from `start` on, run one after another.
+struct HookBatch {
+    handlers: Arc<[Option<HookFn>]>,
+    list: Arc<[LiveHook]>,
+    start: usize,
+    event: Arc<Event>,
+    deadline: Option<Duration>,
+    progress: Arc<Mutex<HookProgress>>,
+    epoch: u64,
+    recorder: Option<Arc<super::trace::Recorder>>,
+    op: OpId,
+}
+
+impl HookBatch {
+    async fn run(self) {
+        for i in self.start..self.list.len() {
+            if let Some(recorder) = &self.recorder {
+                recorder.ran(CodeRun::Hook(self.op, self.list[i].hook));
+            }
+            let started = Instant::now();
+            let result = match self.handlers.get(i).cloned().flatten() {
+                Some(f) => {
+                    let event = self.event.clone();
+                    let run = contain(move || f(event));
+                    match self.deadline {
+                        Some(d) => match tokio::time::timeout(d, run).await {
+                            Ok(_) if started.elapsed() >= d => Err(timed_out("the hook", d)),
+                            Ok(result) => result,
+                            Err(_) => Err(timed_out("the hook", d)),
+                        },
+                        None => run.await,
+                    }
+                }
+                None => Err(Failure::error("hook handler missing")),
+            };
+            let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+            if progress.epoch != self.epoch {
+                return;
+            }
+            progress.results.push(result);
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The shell's state: the pure core behind one lock, and every table of
+//! extension code the core refers to by handle.
+//!
+//! Architecture invariants:
+//! - No extension code runs under the lock, and no extension data is
+//!   dropped under it: what the core tells the shell to forget goes to a
+//!   graveyard that is emptied, inside containment, after the lock is
+//!   released.
+//! - Every decision a caller can observe is the core's. This module only
+//!   routes the core's effects: table updates happen here, extension code
+//!   runs in [`super::drive`] and [`super::calls`].
+//! - Nothing here panics on a wrong input: an input the core refuses is a
+//!   shell bug, logged and reported to the operation as a lost step.
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rpds::RedBlackTreeMapSync;
+use tokio::sync::{Notify, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::contain::drop_contained;
+use super::context::{DisposerFn, HookFn};
+use super::error::HostError;
+use super::extension::{Extension, Factory, Tool, ToolDescriptor};
+use super::snapshot::{ToolHandler, ToolSnapshot};
+use super::trace::Recorder;
+use crate::core::{
+    CallId, ContextId, DisposerRef, Effect, FailureCause, HookRef, HostCore, Input, OpId,
+    OpOutcome, ProtocolError, Registered, Registration, Status, ToolRef,
+};
+use crate::publication::Published;
+use crate::queue::SerialQueue;
+use crate::resources::ResourceLoader;
+
+/// Handles are unique counters the core hands out, so they hash as
+/// themselves.
+#[derive(Default)]
+pub(crate) struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The deadlines a host enforces (H-12); `None` turns one off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadlines {
+    pub activation: Option<Duration>,
+    pub cleanup: Option<Duration>,
+    pub hook: Option<Duration>,
+    pub call: Option<Duration>,
+}
+
+/// What the shell keeps of one tool call in flight.
+pub(crate) struct CallHandle {
+    /// Fired when its extension's cleanup waits for it.
+    pub cancel: CancellationToken,
+    /// Fired when the core abandons it: its caller answers at once.
+    pub abandon: CancellationToken,
+    /// The task running the tool.
+    pub task: Option<tokio::task::AbortHandle>,
+}
+
+/// The host behind every [`super::ExtensionHost`] clone.
+pub(crate) struct Inner {
+    pub id: u64,
+    pub shell: Mutex<Shell>,
+    pub queue: SerialQueue,
+    pub published: Published<ToolSnapshot>,
+    pub resources: ResourceLoader,
+    pub deadlines: Deadlines,
+    /// Wakes the running operation when another task handed it effects.
+    pub handoff: Notify,
+    pub recorder: Option<Arc<Recorder>>,
+}
+
+/// Everything the core refers to by id, plus the core itself.
+pub(crate) struct Shell {
+    pub core: HostCore,
+    pub factories: HashMap<String, Factory>,
+    pub instances: HashMap<ContextId, Arc<dyn Extension>>,
+    pub tokens: HashMap<ContextId, CancellationToken>,
+    pub tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
+    pub declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
+    pub hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
+    pub disposers: HashMap<DisposerRef, DisposerFn>,
+    pub publish_pending: bool,
+    pub withdrawn: HashSet<OpId>,
+    /// Extensions started by events (M-3), by event name, in discovery order.
+    pub event_triggers: HashMap<String, Vec<String>>,
+    /// Eager extensions (M-3), in discovery order.
+    pub eager: Vec<String>,
+    /// Extensions whose grant a declaration mismatch revoked (M-5).
+    pub revoked: HashSet<String>,
+    /// Per-extension call deadlines, overriding the host's.
+    pub call_deadlines: HashMap<String, Duration>,
+    /// Bumped at every publication: the live hooks can only change then.
+    pub generation: u64,
+    /// The live hooks' handlers, resolved once per generation.
+    pub hook_handlers: Option<(u64, Arc<[Option<HookFn>]>)>,
+    /// The callers waiting for each operation's outcome.
+    pub settlers: HashMap<OpId, oneshot::Sender<OpOutcome>>,
+    /// The outcome of shutdown, for every `dispose` caller.
+    pub disposed: watch::Sender<Option<Result<(), HostError>>>,
+    /// Tool calls in flight.
+    pub calls: HashMap<CallId, CallHandle>,
+    /// Effects for the running operation that another task's input
+    /// produced (a call finishing lets shutdown go on).
+    pub handed_off: HashMap<OpId, Vec<Effect>>,
+    /// Extension data to drop once the lock is released.
+    pub graveyard: Vec<Box<dyn Any + Send>>,
+    pub recorder: Option<Arc<Recorder>>,
+}
+
+impl Shell {
+    /// Applies an input, performing at once the effects that only touch the
+    /// shell's tables; returns the rest (replies, and what runs extension
+    /// code or must be awaited). A refused input is a shell bug: it is
+    /// logged and returned as an error, never a panic.
+    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+        if let Some(recorder) = &self.recorder {
+            recorder.input(&input);
+        }
+        let effects = self.core.apply(input).inspect_err(|e| {
+            tracing::error!(error = %e, "the shell fed the core an input it refused");
+        })?;
+        let mut rest = Vec::with_capacity(effects.len());
+        for effect in effects {
+            match effect {
+                Effect::Publish => {
+                    self.publish_pending = true;
+                    self.generation += 1;
+                }
+                Effect::Cancel { context } => {
+                    if let Some(token) = self.tokens.get(&context) {
+                        token.cancel();
+                    }
+                }
+                Effect::Forget {
+                    contexts,
+                    tools,
+                    hooks,
+                    disposers,
+                } => {
+                    for c in contexts {
+                        {
+                            let body = self.instances.remove(&c);
+                            self.bury(body);
+                        }
+                        self.tokens.remove(&c);
+                    }
+                    for t in tools {
+                        let handler = self.tools.get(&t).cloned();
+                        self.tools.remove_mut(&t);
+                        self.bury(handler);
+                    }
+                    for h in hooks {
+                        {
+                            let body = self.hooks.remove(&h);
+                            self.bury(body);
+                        }
+                    }
+                    for d in disposers {
+                        {
+                            let body = self.disposers.remove(&d);
+                            self.bury(body);
+                        }
+                    }
+                }
+                Effect::ForgetAll => {
+                    {
+                        let body = self.hook_handlers.take();
+                        self.bury(body);
+                    }
+                    {
+                        let body = std::mem::take(&mut self.instances);
+                        self.bury(body);
+                    }
+                    self.tokens.clear();
+                    let tools = std::mem::replace(&mut self.tools, RedBlackTreeMapSync::new_sync());
+                    self.bury(tools);
+                    {
+                        let body = std::mem::take(&mut self.hooks);
+                        self.bury(body);
+                    }
+                    {
+                        let body = std::mem::take(&mut self.disposers);
+                        self.bury(body);
+                    }
+                    {
+                        let body = std::mem::take(&mut self.factories);
+                        self.bury(body);
+                    }
+                }
+                Effect::CallFactory { context, .. } => {
+                    self.tokens.insert(context, CancellationToken::new());
+                    rest.push(effect);
+                }
+                Effect::CancelCalls { ref calls } => {
+                    for call in calls {
+                        if let Some(handle) = self.calls.get(call) {
+                            handle.cancel.cancel();
+                        }
+                    }
+                    rest.push(effect);
+                }
+                Effect::AbandonCalls { calls } => {
+                    for call in calls {
+                        if let Some(handle) = self.calls.remove(&call) {
+                            handle.abandon.cancel();
+                            if let Some(task) = handle.task {
+                                task.abort();
+                            }
+                        }
+                    }
+                }
+                Effect::Settle { op, outcome } => {
+                    self.settle(op, outcome.clone());
+                    rest.push(Effect::Settle { op, outcome });
+                }
+                other => rest.push(other),
+            }
+        }
+        Ok(rest)
+    }
+
+    /// Hands an operation's outcome to its caller.
+    fn settle(&mut self, op: OpId, outcome: OpOutcome) {
+        match &outcome {
+            OpOutcome::ActivationFailed(f) => {
+                if matches!(f.cause, FailureCause::Declaration(_)) {
+                    self.revoked.insert(f.extension.clone());
+                }
+            }
+            OpOutcome::Activated { extension } => {
+                self.revoked.remove(extension);
+            }
+            OpOutcome::Disposed { failures } => {
+                let result = if failures.is_empty() {
+                    Ok(())
+                } else {
+                    Err(HostError::DisposeFailed {
+                        failures: failures.clone(),
+                    })
+                };
+                self.disposed.send_replace(Some(result));
+            }
+            _ => {}
+        }
+        if let Some(settler) = self.settlers.remove(&op) {
+            let _ = settler.send(outcome);
+        }
+    }
+
+    /// Keeps extension data for dropping after the lock is released.
+    pub fn bury<T: Send + 'static>(&mut self, value: T) {
+        self.graveyard.push(Box::new(value));
+    }
+
+    /// The handlers of the hooks emit `op` delivers to, in order; resolved
+    /// once per publication, so an emit costs no lookups per hook.
+    pub fn hook_handlers(&mut self, op: OpId) -> Arc<[Option<HookFn>]> {
+        if let Some((generation, handlers)) = &self.hook_handlers
+            && *generation == self.generation
+        {
+            return handlers.clone();
+        }
+        let Some(hooks) = self.core.emit_hooks(op) else {
+            return Arc::from(Vec::new());
+        };
+        let handlers: Arc<[Option<HookFn>]> = hooks
+            .iter()
+            .map(|h| self.hooks.get(&h.hook).cloned())
+            .collect();
+        let old = self
+            .hook_handlers
+            .replace((self.generation, handlers.clone()));
+        self.bury(old);
+        handlers
+    }
+
+    pub fn snapshot(&self) -> ToolSnapshot {
+        ToolSnapshot {
+            registry: self.core.registry().clone(),
+            handlers: self.tools.clone(),
+            declared: self.declared.clone(),
+        }
+    }
+
+    /// Stages a registration; `None` when the context is closed.
+    pub fn registration(
+        &mut self,
+        context: ContextId,
+        registration: Registration,
+    ) -> Option<Registered> {
+        match self
+            .apply(Input::Register {
+                context,
+                registration,
+            })
+            .ok()?
+            .first()
+        {
+            Some(Effect::Registration(Ok(handle))) => Some(*handle),
+            _ => None,
+        }
+    }
+
+    pub fn stage_tool(&mut self, r: ToolRef, descriptor: ToolDescriptor, tool: Arc<dyn Tool>) {
+        self.tools
+            .insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
+    }
+
+    /// Active extensions, in activation order.
+    fn active(&self) -> Vec<String> {
+        self.core
+            .activation_order()
+            .iter()
+            .filter(|id| self.core.extension(id).map(|e| e.status()) == Some(Status::Active))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A locked shell. When the guard is dropped it publishes a new snapshot if
+/// the core asked for one (so the snapshot includes every table change made
+/// under the same lock), releases the lock, and only then drops the
+/// graveyard, inside containment.
+pub(crate) struct ShellGuard<'a> {
+    guard: Option<MutexGuard<'a, Shell>>,
+    published: &'a Published<ToolSnapshot>,
+}
+
+impl std::ops::Deref for ShellGuard<'_> {
+    type Target = Shell;
+    fn deref(&self) -> &Shell {
+        self.guard.as_ref().expect("held until drop")
+    }
+}
+
+impl std::ops::DerefMut for ShellGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shell {
+        self.guard.as_mut().expect("held until drop")
+    }
+}
+
+impl Drop for ShellGuard<'_> {
+    fn drop(&mut self) {
+        let Some(mut guard) = self.guard.take() else {
+            return;
+        };
+        let previous = std::mem::take(&mut guard.publish_pending)
+            .then(|| self.published.replace(guard.snapshot()));
+        let graveyard = std::mem::take(&mut guard.graveyard);
+        drop(guard);
+        drop_contained(previous);
+        for body in graveyard {
+            drop_contained(body);
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn lock(&self) -> ShellGuard<'_> {
+        ShellGuard {
+            // Extension code never runs under this lock and extension data
+            // is never dropped under it, so a poisoned lock can only come
+            // from a bug in the shell itself; its data is still consistent
+            // because every update is a single apply.
+            guard: Some(self.shell.lock().unwrap_or_else(|p| p.into_inner())),
+            published: &self.published,
+        }
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle went away without `dispose`: nothing can run the
+    /// extensions' cleanup any more (it is async). Say so, naming them, and
+    /// drop their data inside containment.
+    fn drop(&mut self) {
+        let shell = self.shell.get_mut().unwrap_or_else(|p| p.into_inner());
+        let active = shell.active();
+        if !active.is_empty() {
+            tracing::warn!(
+                extensions = ?active,
+                "an ExtensionHost was dropped without dispose(): the cleanup of these active \
+                 extensions never ran"
+            );
+        }
+        let tables: Box<dyn Any + Send> = Box::new((
+            std::mem::take(&mut shell.instances),
+            std::mem::take(&mut shell.hooks),
+            std::mem::take(&mut shell.disposers),
+            std::mem::take(&mut shell.factories),
+            shell.hook_handlers.take(),
+            std::mem::replace(&mut shell.tools, RedBlackTreeMapSync::new_sync()),
+        ));
+        drop_contained(tables);
+        for body in std::mem::take(&mut shell.graveyard) {
+            drop_contained(body);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Trace recording for validating the shell against the model.
+//!
+//! The model checker proves the pure core; the shell around it is checked
+//! by recording what it really does and replaying that record: every input
+//! it fed the core (in order, under the shell's lock), the public call that
+//! caused each request, and every piece of extension code it actually ran.
+//! Recording is off unless a test turns it on with
+//! [`super::HostOptions::with_recorder`]; then it costs one lock per event.
+
+use std::sync::{Arc, Mutex};
+
+use crate::core::{CallId, CleanupStep, ContextId, HookRef, Input, OpId};
+
+/// A public host call, as the caller made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublicCall {
+    /// `activate(id)`.
+    Activate(String),
+    /// `emit(event)`, by event name.
+    Emit(String),
+    /// `activate_eager()`.
+    ActivateEager,
+    /// `call_tool(name)`.
+    CallTool(String),
+    /// `call_tool_activating(name)`.
+    CallToolActivating(String),
+    /// `dispose()`.
+    Dispose,
+    /// `discover(...)` or `discover_manifest_dir(...)`.
+    Discover,
+}
+
+/// Extension code the shell ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeRun {
+    /// A factory, for this activation.
+    Factory(ContextId),
+    /// An instance's `activate`.
+    Activate(ContextId),
+    /// A hook, during emit `OpId`.
+    Hook(OpId, HookRef),
+    /// A cleanup step (disposer or the instance's `dispose`).
+    Cleanup(OpId, CleanupStep),
+    /// A tool, for this admitted call.
+    Tool(CallId),
+}
+
+/// One event of a recorded run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// An input fed to the core, with the public call whose task fed it
+    /// (`None` for inputs fed by the shell's own operation tasks).
+    Input(Input, Option<PublicCall>),
+    /// Extension code the shell started.
+    Ran(CodeRun),
+}
+
+/// A shared recording of one host's run.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    events: Mutex<Vec<TraceEvent>>,
+}
+
+tokio::task_local! {
+    static CAUSE: PublicCall;
+}
+
+impl Recorder {
+    /// A new, empty recording.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Everything recorded so far, in order.
+    pub fn events(&self) -> Vec<TraceEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn push(&self, event: TraceEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event);
+    }
+
+    pub(crate) fn input(&self, input: &Input) {
+        let cause = CAUSE.try_with(Clone::clone).ok();
+        self.push(TraceEvent::Input(input.clone(), cause));
+    }
+
+    pub(crate) fn ran(&self, code: CodeRun) {
+        self.push(TraceEvent::Ran(code));
+    }
+}
+
+/// Runs `future` as caused by `call`, unless an outer public call already
+/// is its cause (`emit` activating a triggered extension stays `emit`'s).
+pub(crate) async fn caused_by<F: std::future::Future>(call: PublicCall, future: F) -> F::Output {
+    if CAUSE.try_with(|_| ()).is_ok() {
+        future.await
+    } else {
+        CAUSE.scope(call, future).await
+    }
+}
+
+/// The synchronous form of [`caused_by`].
+pub(crate) fn sync_caused_by<T>(call: PublicCall, f: impl FnOnce() -> T) -> T {
+    if CAUSE.try_with(|_| ()).is_ok() {
+        f()
+    } else {
+        CAUSE.sync_scope(call, f)
+    }
+}
