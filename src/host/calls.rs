@@ -8,7 +8,9 @@
 //! reports.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -176,7 +178,7 @@ pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result
     };
     let sleep = async {
         match deadline {
-            Some(d) => tokio::time::sleep_until((started + d).into()).await,
+            Some(d) => tokio::time::sleep_until(started + d).await,
             None => std::future::pending().await,
         }
     };

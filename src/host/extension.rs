@@ -55,6 +55,14 @@ impl From<String> for ExtensionError {
     }
 }
 
+/// A host error inside extension code (a refused registration, a tool
+/// call) becomes the extension's error, with the code in its message.
+impl From<super::error::HostError> for ExtensionError {
+    fn from(error: super::error::HostError) -> Self {
+        Self::new(format!("{} ({})", error, error.code()))
+    }
+}
+
 /// An extension instance, made by its definition's factory.
 ///
 /// `activate` receives the [`ActivationContext`] through which it contributes

@@ -1,0 +1,612 @@
+//! The shell under hostile extension code (H-8, H-11, H-12, INV-12): panics
+//! whose payloads panic again when dropped, instances whose `Drop` panics
+//! or calls the host, tool calls in flight at shutdown, calls after it,
+//! code that blocks its thread past a deadline, tasks that call the host,
+//! and an operation whose task dies with its runtime. Every test is bounded
+//! in time, so a wedge fails it instead of hanging the suite.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use exthost::core::{FailureCause, Status};
+use exthost::error::codes;
+use exthost::host::{
+    ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
+    ExtensionHost, HostError, HostOptions, ToolDescriptor, current_call_cancellation,
+};
+use serde_json::{Value, json};
+use support::{Log, host_with, resources, schema, within};
+
+/// A panic payload whose own `Drop` panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the payload's drop panicked too");
+    }
+}
+
+fn throw_bomb() -> ! {
+    std::panic::panic_any(Bomb)
+}
+
+/// Where an extension throws the bomb.
+#[derive(Clone, Copy, PartialEq)]
+enum Throw {
+    Nowhere,
+    Activate,
+    Hook,
+    Disposer,
+    Tool,
+}
+
+struct Thrower {
+    throw: Throw,
+    log: Log,
+}
+
+impl Extension for Thrower {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            let throw = self.throw;
+            let log = self.log.clone();
+            cx.on_dispose(move || async move {
+                log.push("disposer");
+                if throw == Throw::Disposer {
+                    throw_bomb();
+                }
+                Ok(())
+            })?;
+            cx.register_tool(
+                ToolDescriptor::new(
+                    format!("{}-boom", cx.extension_id()),
+                    "throws when asked",
+                    schema(),
+                ),
+                move |_: Value| async move {
+                    if throw == Throw::Tool {
+                        throw_bomb();
+                    }
+                    Ok(json!("fine"))
+                },
+            )?;
+            let log = self.log.clone();
+            cx.on_event(move |_| {
+                let log = log.clone();
+                async move {
+                    log.push("hook");
+                    if throw == Throw::Hook {
+                        throw_bomb();
+                    }
+                    Ok(())
+                }
+            })?;
+            if throw == Throw::Activate {
+                throw_bomb();
+            }
+            Ok(())
+        })
+    }
+}
+
+fn thrower(id: &str, throw: Throw, log: &Log) -> ExtensionDefinition {
+    let log = log.clone();
+    ExtensionDefinition::new(id, move || {
+        Ok(Thrower {
+            throw,
+            log: log.clone(),
+        })
+    })
+}
+
+#[tokio::test]
+async fn item1_a_panic_whose_payload_panics_on_drop_is_contained_everywhere() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o);
+        host.discover([
+            thrower("in-activate", Throw::Activate, &log),
+            thrower("in-hook", Throw::Hook, &log),
+            thrower("in-disposer", Throw::Disposer, &log),
+            thrower("in-tool", Throw::Tool, &log),
+        ])
+        .unwrap();
+
+        // activate: rolled back with the activation's own code.
+        let err = host.activate("in-activate").await.unwrap_err();
+        assert_eq!(err.code(), codes::EXTENSION_ACTIVATION_FAILED);
+        assert_eq!(host.status("in-activate"), Some(Status::Failed));
+        assert_eq!(log.count("disposer"), 1, "its disposer ran at rollback");
+
+        // A hook: a diagnostic, and later operations still work.
+        host.activate("in-hook").await.unwrap();
+        let report = host.emit(Event::new("e", json!({}))).await.unwrap();
+        assert_eq!(report.diagnostics.len(), 1);
+        assert!(report.diagnostics[0].message.contains("panicked"));
+
+        // A tool: a typed failure, not a dead caller.
+        host.activate("in-tool").await.unwrap();
+        host.activate("in-disposer").await.unwrap();
+        let err = host.call_tool("in-tool-boom", json!({})).await.unwrap_err();
+        assert_eq!(err.code(), codes::TOOL_FAILED);
+
+        // A disposer: one aggregated failure; dispose resolves.
+        let err = host.dispose().await.unwrap_err();
+        assert_eq!(err.code(), codes::HOST_DISPOSE_FAILED);
+        let HostError::DisposeFailed { failures } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].failure.panicked);
+        assert_eq!(
+            host.dispose().await.unwrap_err(),
+            err,
+            "a second dispose agrees"
+        );
+    })
+    .await;
+}
+
+/// An instance whose `Drop` panics, and calls the host first.
+struct Grenade {
+    host: Arc<std::sync::Mutex<Option<ExtensionHost>>>,
+    fail: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Grenade {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if let Some(host) = self.host.lock().unwrap().clone() {
+            // Under the shell's lock this would deadlock.
+            let _ = host.tools();
+            let _ = host.extensions();
+        }
+        panic!("the instance's drop panicked");
+    }
+}
+
+impl Extension for Grenade {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            cx.register_tool(
+                ToolDescriptor::new(format!("t{}", self.fail as u8), "a tool", schema()),
+                |_: Value| async { Ok(json!(1)) },
+            )?;
+            if self.fail {
+                Err(ExtensionError::new("activate failed"))
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn item2_an_instance_whose_drop_panics_or_calls_the_host_wedges_nothing() {
+    within(async {
+        let (_dir, host) = host_with(|o| o);
+        let slot = Arc::new(std::sync::Mutex::new(Some(host.clone())));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let grenade = |id: &str, fail: bool| {
+            let (slot, drops) = (slot.clone(), drops.clone());
+            ExtensionDefinition::new(id, move || {
+                Ok(Grenade {
+                    host: slot.clone(),
+                    fail,
+                    drops: drops.clone(),
+                })
+            })
+        };
+        host.discover([grenade("fails", true), grenade("works", false)])
+            .unwrap();
+
+        let err = host.activate("fails").await.unwrap_err();
+        assert_eq!(
+            err.code(),
+            codes::EXTENSION_ACTIVATION_FAILED,
+            "the rollback's forgetting of the instance must not change the code: {err}"
+        );
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        assert!(host.tools().is_empty());
+
+        host.activate("works").await.unwrap();
+        assert_eq!(host.tools().names(), ["t0"]);
+        host.dispose().await.unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "the instance is gone");
+        assert!(host.tools().is_empty());
+        *slot.lock().unwrap() = None;
+    })
+    .await;
+}
+
+/// Tools that wait for their call's cancellation, logging start and end.
+struct Waiter {
+    log: Log,
+    finish_on_cancel: bool,
+}
+
+impl Extension for Waiter {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            let log = self.log.clone();
+            let finish_on_cancel = self.finish_on_cancel;
+            cx.register_tool(
+                ToolDescriptor::new("wait", "waits for shutdown", schema()),
+                move |input: Value| {
+                    let log = log.clone();
+                    async move {
+                        log.push(format!("start {input}"));
+                        let cancel = current_call_cancellation().expect("a call's signal");
+                        cancel.cancelled().await;
+                        if !finish_on_cancel {
+                            std::future::pending::<()>().await;
+                        }
+                        log.push(format!("end {input}"));
+                        Ok(json!("done"))
+                    }
+                },
+            )?;
+            let log = self.log.clone();
+            cx.on_dispose(move || async move {
+                log.push("disposer");
+                Ok(())
+            })?;
+            Ok(())
+        })
+    }
+}
+
+fn waiter(log: &Log, finish_on_cancel: bool) -> ExtensionDefinition {
+    let log = log.clone();
+    ExtensionDefinition::new("waiter", move || {
+        Ok(Waiter {
+            log: log.clone(),
+            finish_on_cancel,
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item3_dispose_waits_for_calls_in_flight_before_the_first_cleanup_step() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o);
+        host.discover([waiter(&log, true)]).unwrap();
+        host.activate("waiter").await.unwrap();
+        let calls: Vec<_> = (0..100)
+            .map(|i| {
+                let host = host.clone();
+                tokio::spawn(async move { host.call_tool("wait", json!(i)).await })
+            })
+            .collect();
+        while log
+            .entries()
+            .iter()
+            .filter(|e| e.starts_with("start"))
+            .count()
+            < 100
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        host.dispose().await.unwrap();
+        let entries = log.entries();
+        let disposer = entries.iter().position(|e| e == "disposer").unwrap();
+        let ends = entries.iter().filter(|e| e.starts_with("end")).count();
+        assert_eq!(ends, 100, "every call finished");
+        assert!(
+            entries[..disposer]
+                .iter()
+                .filter(|e| e.starts_with("end"))
+                .count()
+                == 100,
+            "the disposer ran after every call finished: {entries:?}"
+        );
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item3_a_call_that_never_returns_is_abandoned_at_the_cleanup_deadline() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o.with_cleanup_deadline(Duration::from_millis(200)));
+        host.discover([waiter(&log, false)]).unwrap();
+        host.activate("waiter").await.unwrap();
+        let call = tokio::spawn({
+            let host = host.clone();
+            async move { host.call_tool("wait", json!("stuck")).await }
+        });
+        while log.count("start \"stuck\"") == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        host.dispose().await.unwrap();
+        // After dispose resolved, the call's future has resolved too, with
+        // the deadline's code, and no extension code runs any more.
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{err}");
+        let after = log.entries();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(log.entries(), after);
+        assert_eq!(after.last().map(String::as_str), Some("disposer"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn item3_a_call_deadline_answers_with_extension_timeout() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o.with_call_deadline(Duration::from_millis(50)));
+        host.discover([waiter(&log, false)]).unwrap();
+        host.activate("waiter").await.unwrap();
+        let err = host.call_tool("wait", json!(1)).await.unwrap_err();
+        assert_eq!(err.code(), codes::EXTENSION_TIMEOUT);
+        host.dispose().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn item4_every_call_after_dispose_is_host_disposed() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o);
+        host.discover([thrower("t", Throw::Nowhere, &log)]).unwrap();
+        host.activate("t").await.unwrap();
+        assert_eq!(
+            host.call_tool("t-boom", json!({})).await.unwrap(),
+            json!("fine")
+        );
+        host.dispose().await.unwrap();
+        for name in ["t-boom", "never-existed"] {
+            let err = host.call_tool(name, json!({})).await.unwrap_err();
+            assert_eq!(err.code(), codes::HOST_DISPOSED, "{name}");
+            let err = host
+                .call_tool_activating(name, json!({}))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), codes::HOST_DISPOSED, "{name}");
+        }
+        assert_eq!(
+            host.activate("t").await.unwrap_err().code(),
+            codes::HOST_DISPOSED
+        );
+        assert_eq!(
+            host.emit(Event::new("e", json!({})))
+                .await
+                .unwrap_err()
+                .code(),
+            codes::HOST_DISPOSED
+        );
+    })
+    .await;
+}
+
+/// `activate` or the disposer block their thread.
+struct Sleeper {
+    activate_for: Duration,
+    dispose_for: Duration,
+}
+
+impl Extension for Sleeper {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        let activate_for = self.activate_for;
+        let dispose_for = self.dispose_for;
+        Box::pin(async move {
+            cx.on_dispose(move || async move {
+                std::thread::sleep(dispose_for);
+                Ok(())
+            })?;
+            std::thread::sleep(activate_for);
+            Ok(())
+        })
+    }
+}
+
+fn sleeper(id: &str, activate_for: u64, dispose_for: u64) -> ExtensionDefinition {
+    ExtensionDefinition::new(id, move || {
+        Ok(Sleeper {
+            activate_for: Duration::from_millis(activate_for),
+            dispose_for: Duration::from_millis(dispose_for),
+        })
+    })
+}
+
+/// Both runtime flavours: on one thread the deadline's timer cannot fire
+/// while `activate` blocks it, so the completion that arrives late must
+/// still lose to the deadline.
+#[tokio::test(flavor = "current_thread")]
+async fn item5_a_blocking_activate_past_its_deadline_rolls_back_on_one_thread() {
+    blocking_activate_rolls_back().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item5_a_blocking_activate_past_its_deadline_rolls_back_on_many_threads() {
+    blocking_activate_rolls_back().await;
+}
+
+async fn blocking_activate_rolls_back() {
+    within(async {
+        let (_dir, host) = host_with(|o| {
+            o.with_activation_deadline(Duration::from_millis(100))
+                .with_cleanup_deadline(Duration::from_millis(100))
+        });
+        host.discover([sleeper("slow", 400, 0), sleeper("slow-cleanup", 0, 400)])
+            .unwrap();
+        let err = host.activate("slow").await.unwrap_err();
+        assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+        let HostError::Activation(failure) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(failure.cause, FailureCause::DeadlinePassed);
+        assert_eq!(host.status("slow"), Some(Status::Failed));
+
+        host.activate("slow-cleanup").await.unwrap();
+        let err = host.dispose().await.unwrap_err();
+        let HostError::DisposeFailed { failures } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].failure.code, Some(codes::EXTENSION_TIMEOUT));
+    })
+    .await;
+}
+
+/// `activate` awaits a spawned task that calls the host: the task is not
+/// under the queue, so its call waits behind this very activation.
+struct Spawner {
+    host: Arc<std::sync::Mutex<Option<ExtensionHost>>>,
+}
+
+impl Extension for Spawner {
+    fn activate(&self, _cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            let host = self.host.lock().unwrap().clone().expect("host set");
+            let task = tokio::spawn(async move { host.activate("other").await });
+            task.await
+                .map_err(|e| ExtensionError::new(e.to_string()))?
+                .map_err(|e| ExtensionError::new(e.to_string()))?;
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn item6_a_spawned_task_calling_the_host_cannot_hang_with_default_options() {
+    let log = Log::default();
+    let (_dir, loader) = resources();
+    // Default options: the default activation deadline ends the wait.
+    let host = ExtensionHost::new(HostOptions::new(loader)).unwrap();
+    let slot = Arc::new(std::sync::Mutex::new(Some(host.clone())));
+    host.discover([
+        ExtensionDefinition::new("spawner", {
+            let slot = slot.clone();
+            move || Ok(Spawner { host: slot.clone() })
+        }),
+        thrower("other", Throw::Nowhere, &log),
+    ])
+    .unwrap();
+    // Paused time advances to the deadline as soon as everything waits.
+    let err = tokio::time::timeout(Duration::from_secs(3600), host.activate("spawner"))
+        .await
+        .expect("the default deadline ends the wait")
+        .unwrap_err();
+    assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+    // The spawned task's own activation then runs normally.
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while host.status("other") != Some(Status::Active) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the queued activation ran");
+    host.dispose().await.unwrap();
+    *slot.lock().unwrap() = None;
+}
+
+#[test]
+fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
+    let log = Log::default();
+    let (_dir, host) = host_with(|o| o.without_activation_deadline());
+    let hang = support::Script::new("hang", &log)
+        .disposers(1)
+        .ending(support::Ending::Hang);
+    host.discover([hang.definition(), thrower("fine", Throw::Nowhere, &log)])
+        .unwrap();
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let host = host.clone();
+        let log = log.clone();
+        runtime.block_on(async move {
+            tokio::spawn(async move { host.activate("hang").await });
+            while log.count("hang:activate") == 0 {
+                tokio::task::yield_now().await;
+            }
+        });
+        // Dropping the runtime kills the task running the activation.
+        drop(runtime);
+    }
+    assert_eq!(
+        host.status("hang"),
+        Some(Status::Failed),
+        "the lost step failed the activation; nothing stays activating"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(within(async {
+        host.activate("fine").await.unwrap();
+        host.dispose().await.unwrap();
+    }));
+    assert!(host.tools().is_empty());
+}
+
+/// Collects the messages of `tracing` events.
+#[derive(Default, Clone)]
+struct Messages(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Messages {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Text<'a>(&'a mut String);
+        impl tracing::field::Visit for Text<'_> {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={value:?} ", field.name()));
+            }
+        }
+        let mut text = String::new();
+        event.record(&mut Text(&mut text));
+        self.0.lock().unwrap().push(text);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
+    let messages = Messages::default();
+    let log = Log::default();
+    tracing::subscriber::with_default(messages.clone(), || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(within(async {
+            let (_dir, host) = host_with(|o| o);
+            host.discover([
+                thrower("kept", Throw::Nowhere, &log),
+                thrower("idle", Throw::Nowhere, &log),
+            ])
+            .unwrap();
+            host.activate("kept").await.unwrap();
+            drop(host);
+        }));
+    });
+    let messages = messages.0.lock().unwrap().clone();
+    let warning = messages
+        .iter()
+        .find(|m| m.contains("without dispose"))
+        .unwrap_or_else(|| panic!("no warning in {messages:?}"));
+    assert!(warning.contains("kept"), "{warning}");
+    assert!(!warning.contains("idle"), "{warning}");
+    assert_eq!(log.count("disposer"), 0, "nothing could run the cleanup");
+}
