@@ -49,7 +49,7 @@ fn eager(id: &str) -> Value {
 }
 
 struct World {
-    _resources: tempfile::TempDir,
+    _resources: support::Checked,
     folder: tempfile::TempDir,
     host: exthost::host::ExtensionHost,
     log: Log,

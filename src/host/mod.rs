@@ -40,7 +40,7 @@ pub use manifests::{
     DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestFileFailure,
 };
 pub use snapshot::{ToolInfo, ToolSnapshot};
-pub use trace::{CodeRun, PublicCall, Recorder, TraceEvent};
+pub use trace::{CodeRun, PublicCall, Recorder, TraceEvent, TriggerTrace};
 
 use contain::under_queue_of;
 use drive::Driver;
@@ -303,6 +303,9 @@ impl ExtensionHost {
         let specs: Vec<_> = options.base_tools.iter().map(|(d, _)| d.spec()).collect();
         let (core, refs) =
             HostCore::new(&specs).map_err(|reason| HostError::InvalidBaseTool { reason })?;
+        if let Some(recorder) = &options.recorder {
+            recorder.note(TraceEvent::Created(specs));
+        }
         let mut tools = RedBlackTreeMapSync::new_sync();
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
             tools.insert_mut(r, Arc::new(snapshot::ToolHandler { descriptor, tool }));
@@ -374,6 +377,18 @@ impl ExtensionHost {
                 })?;
         match effects.into_iter().next() {
             Some(Effect::Discovered(Ok(()))) => {
+                if let Some(recorder) = &shell.recorder {
+                    recorder.note(TraceEvent::Triggers(
+                        definitions
+                            .iter()
+                            .map(|def| TriggerTrace {
+                                id: def.id.clone(),
+                                events: manifests::trigger_events(&def.triggers),
+                                eager: manifests::is_eager(&def.triggers),
+                            })
+                            .collect(),
+                    ));
+                }
                 for def in &definitions {
                     for event in manifests::trigger_events(&def.triggers) {
                         let ids = shell.event_triggers.entry(event).or_default();

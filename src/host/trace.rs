@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::core::{CallId, CleanupStep, ContextId, HookRef, Input, OpId};
+use crate::core::{CallId, CleanupStep, ContextId, HookRef, Input, OpId, ToolSpec};
 
 /// A public host call, as the caller made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,9 +45,24 @@ pub enum CodeRun {
     Tool(CallId),
 }
 
+/// What a recorded run knows of a discovered extension's triggers (M-3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerTrace {
+    /// The extension.
+    pub id: String,
+    /// Events whose `emit` starts it while it is discovered.
+    pub events: Vec<String>,
+    /// Whether `activate_eager` starts it.
+    pub eager: bool,
+}
+
 /// One event of a recorded run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceEvent {
+    /// The host was made with these base tools (first event).
+    Created(Vec<ToolSpec>),
+    /// A discovery batch was accepted; its triggers.
+    Triggers(Vec<TriggerTrace>),
     /// An input fed to the core, with the public call whose task fed it
     /// (`None` for inputs fed by the shell's own operation tasks).
     Input(Input, Option<PublicCall>),
@@ -93,6 +108,10 @@ impl Recorder {
 
     pub(crate) fn ran(&self, code: CodeRun) {
         self.push(TraceEvent::Ran(code));
+    }
+
+    pub(crate) fn note(&self, event: TraceEvent) {
+        self.push(event);
     }
 }
 

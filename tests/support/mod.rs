@@ -1,6 +1,10 @@
 //! A scripted extension for the host tests: it does what the test says and
-//! writes every step it takes into a shared log.
+//! writes every step it takes into a shared log. Every host the support
+//! builds records its run, and the run is trace-checked against the core
+//! when the test ends ([`Checked`]).
 #![allow(dead_code)]
+
+pub mod trace_check;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,7 +12,7 @@ use std::time::Duration;
 
 use exthost::host::{
     ActivationContext, BoxFuture, Extension, ExtensionDefinition, ExtensionError, ExtensionHost,
-    HostOptions, ToolDescriptor,
+    HostOptions, Recorder, ToolDescriptor,
 };
 use exthost::{ResourceLoader, ResourceRoot};
 use serde_json::{Value, json};
@@ -269,14 +273,45 @@ pub fn resources() -> (tempfile::TempDir, ResourceLoader) {
     (dir, loader)
 }
 
-pub fn host() -> (tempfile::TempDir, ExtensionHost) {
+/// A test host's resources folder and the recording of its run. When the
+/// test ends (without panicking), the recorded run is replayed through the
+/// core and must pass every check of [`trace_check::check`].
+pub struct Checked {
+    pub dir: tempfile::TempDir,
+    pub recorder: Arc<Recorder>,
+}
+
+impl Checked {
+    /// The trace check's findings so far.
+    pub fn violations(&self) -> Vec<String> {
+        trace_check::check(&self.recorder.events())
+    }
+}
+
+impl Drop for Checked {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let violations = self.violations();
+        assert!(
+            violations.is_empty(),
+            "the shell's recorded run fails trace validation:\n{}",
+            violations.join("\n")
+        );
+    }
+}
+
+pub fn host() -> (Checked, ExtensionHost) {
     host_with(|o| o)
 }
 
-pub fn host_with(f: impl FnOnce(HostOptions) -> HostOptions) -> (tempfile::TempDir, ExtensionHost) {
+pub fn host_with(f: impl FnOnce(HostOptions) -> HostOptions) -> (Checked, ExtensionHost) {
     let (dir, loader) = resources();
-    let host = ExtensionHost::new(f(HostOptions::new(loader))).unwrap();
-    (dir, host)
+    let recorder = Recorder::new();
+    let host =
+        ExtensionHost::new(f(HostOptions::new(loader)).with_recorder(recorder.clone())).unwrap();
+    (Checked { dir, recorder }, host)
 }
 
 /// Guards a test against a hang: a regression fails instead of blocking CI.

@@ -1,0 +1,353 @@
+//! Trace validation of the shell against the core.
+//!
+//! A host built by the test support records every input its shell fed the
+//! core, the public call that caused each request, and every piece of
+//! extension code it ran. [`check`] replays the inputs through a fresh copy
+//! of the same pure core and checks:
+//! - every input is one the core accepts where it was fed (no protocol
+//!   error), so the recorded run is a run of the core;
+//! - the invariants that can be read off the core's state hold on every
+//!   state of the run (INV-1, INV-4, INV-7, INV-10, INV-12);
+//! - the extension code the shell ran is exactly what the core's effects
+//!   asked for, in that order (operations' code), or once per admitted call
+//!   (tools);
+//! - every request comes from a public call entitled to make it: `emit`
+//!   activates only discovered extensions subscribed to its event,
+//!   `call_tool_activating` only the owner of the dormant tool called,
+//!   `activate_eager` only discovered eager ones.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use exthost::core::{
+    Binding, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Phase, Status,
+};
+use exthost::host::{CodeRun, PublicCall, TraceEvent, TriggerTrace};
+
+/// What a replay found wrong, one line per violation.
+pub fn check(events: &[TraceEvent]) -> Vec<String> {
+    let mut replay = Replay::default();
+    for (index, event) in events.iter().enumerate() {
+        replay.event(index, event);
+    }
+    replay.finish();
+    replay.violations
+}
+
+#[derive(Default)]
+struct Replay {
+    core: Option<HostCore>,
+    triggers: HashMap<String, TriggerTrace>,
+    kinds: BTreeMap<OpId, OpKind>,
+    /// Operation code the effects asked for, in order; `true` marks code
+    /// whose step the shell reported lost (`StepLost`): it may not have run.
+    expected: Vec<(CodeRun, bool)>,
+    /// Operation code the shell ran, in order.
+    ran: Vec<CodeRun>,
+    admitted: BTreeSet<exthost::core::CallId>,
+    tools_ran: Vec<exthost::core::CallId>,
+    disposed: bool,
+    violations: Vec<String>,
+}
+
+impl Replay {
+    fn violation(&mut self, index: usize, text: String) {
+        if self.violations.len() < 20 {
+            self.violations.push(format!("event {index}: {text}"));
+        }
+    }
+
+    fn event(&mut self, index: usize, event: &TraceEvent) {
+        match event {
+            TraceEvent::Created(base) => match HostCore::new(base) {
+                Ok((core, _)) => self.core = Some(core),
+                Err(e) => self.violation(index, format!("the base tools do not replay: {e}")),
+            },
+            TraceEvent::Triggers(triggers) => {
+                for t in triggers {
+                    self.triggers.insert(t.id.clone(), t.clone());
+                }
+            }
+            TraceEvent::Ran(CodeRun::Tool(call)) => {
+                if !self.admitted.contains(call) {
+                    self.violation(index, format!("tool {call} ran without being admitted"));
+                }
+                self.tools_ran.push(*call);
+            }
+            TraceEvent::Ran(code) => {
+                if self.disposed {
+                    self.violation(index, format!("{code:?} ran after shutdown completed"));
+                }
+                self.ran.push(code.clone());
+            }
+            TraceEvent::Input(input, cause) => self.input(index, input, cause.as_ref()),
+        }
+    }
+
+    fn input(&mut self, index: usize, input: &Input, cause: Option<&PublicCall>) {
+        let Some(mut core) = self.core.take() else {
+            self.violation(index, "an input before the host was created".into());
+            return;
+        };
+        if let Input::Request(kind) = input {
+            self.entitled(index, &core, kind, cause);
+        }
+        // What a batch of hook results covers: the emit's list from the
+        // hook asked for.
+        if let Input::HooksFinished { op, results } = input
+            && let Some(exthost::core::Awaiting::Hook(_, first)) = core.awaiting()
+            && let Some(list) = core.emit_hooks(*op)
+            && let Some(start) = list.iter().position(|h| h.hook == first.hook)
+        {
+            // The first was already expected from its RunHook effect.
+            for hook in list
+                .iter()
+                .skip(start + 1)
+                .take(results.len().saturating_sub(1))
+            {
+                self.expected.push((CodeRun::Hook(*op, hook.hook), false));
+            }
+        }
+        if let Input::StepLost { .. } = input
+            && let Some(last) = self.expected.last_mut()
+        {
+            // The step the core awaited ends without a result; whether its
+            // code ran depends on when its task died.
+            last.1 = true;
+        }
+        let before = core.clone();
+        match core.apply(input.clone()) {
+            Err(e) => self.violation(index, format!("the core refuses {input:?}: {e}")),
+            Ok(effects) => {
+                for effect in &effects {
+                    self.effect(index, &core, effect);
+                }
+                self.invariants(index, &before, &core);
+            }
+        }
+        self.core = Some(core);
+    }
+
+    fn effect(&mut self, index: usize, core: &HostCore, effect: &Effect) {
+        match effect {
+            Effect::Enqueued(op) => {
+                // The kind is known from the request being replayed.
+                if let Some((_, kind)) = core.queued().into_iter().find(|(q, _)| q == op) {
+                    self.kinds.insert(*op, kind);
+                }
+            }
+            Effect::CallFactory { context, .. } => self.expect(CodeRun::Factory(*context)),
+            Effect::RunActivate { context, .. } => self.expect(CodeRun::Activate(*context)),
+            Effect::RunHook { op, hook } => self.expect(CodeRun::Hook(*op, hook.hook)),
+            Effect::RunCleanup { op, step } => {
+                if self.kinds.get(op) == Some(&OpKind::Dispose) {
+                    let busy: Vec<_> = core
+                        .calls_in_flight()
+                        .filter(|(_, owner)| **owner == Owner::Extension(step.extension.clone()))
+                        .map(|(c, _)| c)
+                        .collect();
+                    if !busy.is_empty() {
+                        self.violation(
+                            index,
+                            format!(
+                                "INV-12: cleanup of {} starts with calls {busy:?} in flight",
+                                step.extension
+                            ),
+                        );
+                    }
+                }
+                self.expect(CodeRun::Cleanup(*op, step.clone()));
+            }
+            Effect::CallAdmitted(Ok(admitted)) => {
+                if self.disposed {
+                    self.violation(index, "INV-12: a call admitted after shutdown".into());
+                }
+                self.admitted.insert(admitted.call);
+            }
+            Effect::Settle {
+                outcome: OpOutcome::Disposed { .. },
+                ..
+            } => {
+                let left: Vec<_> = core
+                    .calls_in_flight()
+                    .filter(|(_, owner)| **owner != Owner::Base)
+                    .map(|(c, _)| c)
+                    .collect();
+                if !left.is_empty() {
+                    self.violation(
+                        index,
+                        format!("INV-12: shutdown completed with calls {left:?} in flight"),
+                    );
+                }
+                self.disposed = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn expect(&mut self, code: CodeRun) {
+        self.expected.push((code, false));
+    }
+
+    /// H-3/M-3/M-4: who may ask for what.
+    fn entitled(
+        &mut self,
+        index: usize,
+        core: &HostCore,
+        kind: &OpKind,
+        cause: Option<&PublicCall>,
+    ) {
+        let status = |id: &str| core.extension(id).map(|e| e.status());
+        let ok = match (kind, cause) {
+            (OpKind::Activate(id), Some(PublicCall::Activate(asked))) => id == asked,
+            (OpKind::Activate(id), Some(PublicCall::Emit(event))) => {
+                status(id) == Some(Status::Discovered)
+                    && self
+                        .triggers
+                        .get(id)
+                        .is_some_and(|t| t.events.iter().any(|e| e == event))
+            }
+            (OpKind::Activate(id), Some(PublicCall::ActivateEager)) => {
+                status(id) == Some(Status::Discovered)
+                    && self.triggers.get(id).is_some_and(|t| t.eager)
+            }
+            (OpKind::Activate(id), Some(PublicCall::CallToolActivating(name))) => {
+                core.registry().get(name).is_some_and(|e| {
+                    e.binding == Binding::Dormant && e.owner == Owner::Extension(id.clone())
+                })
+            }
+            (OpKind::Emit, Some(PublicCall::Emit(_))) => true,
+            (OpKind::Dispose, Some(PublicCall::Dispose)) => true,
+            _ => false,
+        };
+        if !ok {
+            self.violation(
+                index,
+                format!("request {kind:?} by {cause:?}, which may not ask for it"),
+            );
+        }
+    }
+
+    fn invariants(&mut self, index: usize, before: &HostCore, core: &HostCore) {
+        // INV-4: one operation at a time.
+        if core.running_ops().len() > 1 {
+            self.violation(index, "INV-4: two operations run at once".into());
+        }
+        // INV-7: only H-1's transitions.
+        for slot in core.extensions() {
+            let prev = before.extension(slot.id()).map(|e| e.status());
+            let now = slot.status();
+            use Status::*;
+            let allowed = prev == Some(now)
+                || matches!(
+                    (prev, now),
+                    (None, Discovered)
+                        | (Some(Discovered), Activating)
+                        | (Some(Activating), Active | Failed)
+                        | (Some(Failed), Activating)
+                        | (Some(Active), Disposed)
+                );
+            if !allowed {
+                self.violation(
+                    index,
+                    format!("INV-7: {} went {prev:?} -> {now:?}", slot.id()),
+                );
+            }
+        }
+        // INV-1: live tools are exactly the base tools and the active
+        // extensions' contributions; dormant ones belong to extensions not
+        // active.
+        let mut live = BTreeSet::new();
+        for entry in core.registry().iter() {
+            match (&entry.owner, entry.binding) {
+                (Owner::Base, Binding::Live(_)) => {}
+                (Owner::Extension(id), Binding::Live(tool)) => {
+                    let ok = matches!(core.extension(id), Some(ExtensionSlot::Active(a))
+                        if a.state().contribution.tools.iter().any(|(t, _)| *t == tool));
+                    if !ok {
+                        self.violation(
+                            index,
+                            format!(
+                                "INV-1: {} is live but {id} is not active with it",
+                                entry.name
+                            ),
+                        );
+                    }
+                    live.insert(tool);
+                }
+                (Owner::Extension(id), Binding::Dormant) => {
+                    if core.extension(id).map(|e| e.status()) == Some(Status::Active) {
+                        self.violation(
+                            index,
+                            format!("INV-1: {} stays dormant though {id} is active", entry.name),
+                        );
+                    }
+                }
+                (Owner::Base, Binding::Dormant) => {
+                    self.violation(index, format!("INV-1: base tool {} is dormant", entry.name))
+                }
+            }
+            // INV-10: the API name maps back.
+            let back = core
+                .registry()
+                .get_by_api_name(&entry.api_name)
+                .map(|e| e.name.clone());
+            if back.as_deref() != Some(entry.name.as_str()) {
+                self.violation(
+                    index,
+                    format!(
+                        "INV-10: {} does not map back from {}",
+                        entry.name, entry.api_name
+                    ),
+                );
+            }
+        }
+        // Shutdown empties the registry in its first step and then cleans
+        // the extensions up one by one.
+        let shutting_down = matches!(core.phase(), Phase::Disposed(_))
+            || core.running_op().and_then(|op| self.kinds.get(&op)) == Some(&OpKind::Dispose);
+        for slot in core.extensions().iter().filter(|_| !shutting_down) {
+            if let Some(contribution) = slot.live() {
+                for (tool, spec) in &contribution.tools {
+                    if !live.contains(tool) {
+                        self.violation(
+                            index,
+                            format!("INV-1: {}'s {} is not live", slot.id(), spec.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        // A run may end mid-operation (its hooks ran, their results not yet
+        // fed): the code run may go beyond what was asked so far, never
+        // fall short of it or differ from it, except for steps reported
+        // lost, which may not have run.
+        let mut ran = self.ran.iter().peekable();
+        for (i, (asked, lost)) in self.expected.iter().enumerate() {
+            match ran.peek() {
+                Some(code) if *code == asked => {
+                    ran.next();
+                }
+                _ if *lost => {}
+                other => {
+                    self.violations.push(format!(
+                        "the extension code run differs from what the core asked for, first at \
+                         {i}: asked {asked:?}, ran {other:?} ({} asked, {} ran)",
+                        self.expected.len(),
+                        self.ran.len()
+                    ));
+                    break;
+                }
+            }
+        }
+        let mut ran = self.tools_ran.clone();
+        ran.sort();
+        let before = ran.len();
+        ran.dedup();
+        if ran.len() != before {
+            self.violations.push("a tool call ran twice".into());
+        }
+    }
+}
