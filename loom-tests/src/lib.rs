@@ -14,10 +14,13 @@
 //! * `harness`: bounded exhaustive checking with measured interleavings,
 //!   and the check that a seeded bug fails for the expected reason.
 //! * `queue`: the queue scenarios (mutual exclusion, FIFO start order,
-//!   dropped waiters, cancelled operations, dispose behind activation), written
-//!   once over a trait that the real queue and a seeded-bug queue implement.
-//! * `publication`: the publication scenario over a trait that the real cell
-//!   and two broken cells implement.
+//!   dropped waiters, cancelled operations, dispose behind activation, a
+//!   ticket re-polled with a new waker), written once over a trait that the
+//!   real queue and a seeded-bug queue implement.
+//! * `publication`: the publication scenarios (a reader during a commit, over
+//!   a trait that the real cell and two broken cells implement; the replaced
+//!   snapshot dropped outside the lock, over a trait that the real cell and a
+//!   cell dropping under its lock implement).
 //!
 //! `docs/loom.md` at the workspace root lists every test, its bound, its
 //! interleaving count and time, and every seeded bug.
