@@ -11,7 +11,8 @@
 //!    `permissions`, `hooks`, `dependencies`, `deferred`; inside `deferred`:
 //!    `tools`, `providers`, `lifecycle`); a list's length bound before its
 //!    entries; an entry's name before its duplicate check before its other
-//!    fields;
+//!    fields; a description's or display name's length and blank rules
+//!    before its text hygiene ([`crate::text`]);
 //! 3. the cross-field rules of M-2.
 
 use std::cell::RefCell;
