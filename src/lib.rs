@@ -25,6 +25,7 @@ pub mod publication;
 pub mod queue;
 pub mod resources;
 mod sync;
+pub mod text;
 
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
 pub use manifest::{

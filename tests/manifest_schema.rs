@@ -136,12 +136,37 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
         (
             "invalid_extension_display_name",
             "/displayName",
+            m(&|v| v["displayName"] = json!("")),
+        ),
+        (
+            "extension_display_name_control_character",
+            "/displayName",
             m(&|v| v["displayName"] = json!("Git\u{7}")),
+        ),
+        (
+            "extension_display_name_bidi_control",
+            "/displayName",
+            m(&|v| v["displayName"] = json!("Git\u{202E}slot")),
+        ),
+        (
+            "extension_display_name_not_visible",
+            "/displayName",
+            m(&|v| v["displayName"] = json!("\u{200B}")),
         ),
         (
             "invalid_extension_description",
             "/description",
             m(&|v| v["description"] = json!(" \n\t")),
+        ),
+        (
+            "extension_description_control_character",
+            "/description",
+            m(&|v| v["description"] = json!("Git helpers\u{0}")),
+        ),
+        (
+            "extension_description_bidi_control",
+            "/description",
+            m(&|v| v["description"] = json!("Git \u{2066}helpers\u{2069}")),
         ),
         (
             "invalid_runtime",
@@ -219,6 +244,18 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             m(&|v| v["deferred"]["tools"][0]["description"] = json!("")),
         ),
         (
+            "declared_tool_description_control_character",
+            "/deferred/tools/1/description",
+            m(&|v| {
+                v["deferred"]["tools"][1]["description"] = json!("Shows \u{1b}[31mred\u{1b}[0m")
+            }),
+        ),
+        (
+            "declared_tool_description_bidi_control",
+            "/deferred/tools/0/description",
+            m(&|v| v["deferred"]["tools"][0]["description"] = json!("Status \u{202D}reversed")),
+        ),
+        (
             "invalid_declared_tool_input_schema",
             "/deferred/tools/1/inputSchema",
             m(&|v| v["deferred"]["tools"][1]["inputSchema"] = json!([])),
@@ -244,7 +281,22 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
         (
             "invalid_provider_display_name",
             "/deferred/providers/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["displayName"] = json!("  ")),
+        ),
+        (
+            "provider_display_name_control_character",
+            "/deferred/providers/0/displayName",
             m(&|v| v["deferred"]["providers"][0]["displayName"] = json!("a\u{85}b")),
+        ),
+        (
+            "provider_display_name_bidi_control",
+            "/deferred/providers/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["displayName"] = json!("\u{2067}Local")),
+        ),
+        (
+            "provider_display_name_not_visible",
+            "/deferred/providers/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["displayName"] = json!("\u{3164}")),
         ),
         (
             "invalid_provider_config_schema",
@@ -270,6 +322,21 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             "invalid_model_display_name",
             "/deferred/providers/0/models/0/displayName",
             m(&|v| v["deferred"]["providers"][0]["models"][0]["displayName"] = json!("")),
+        ),
+        (
+            "model_display_name_control_character",
+            "/deferred/providers/0/models/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["models"][0]["displayName"] = json!("Sm\tall")),
+        ),
+        (
+            "model_display_name_bidi_control",
+            "/deferred/providers/0/models/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["models"][0]["displayName"] = json!("\u{202B}")),
+        ),
+        (
+            "model_display_name_not_visible",
+            "/deferred/providers/0/models/0/displayName",
+            m(&|v| v["deferred"]["providers"][0]["models"][0]["displayName"] = json!("\u{0301}")),
         ),
         (
             "invalid_model_capabilities",
@@ -709,18 +776,18 @@ fn text_bounds_count_bytes_at_both_edges() {
     assert!(parse(&named("P")).is_ok());
     assert!(parse(&named(&"x".repeat(256))).is_ok());
     assert!(parse(&named("Modèle ✓")).is_ok());
-    for bad in [
-        "",
-        "  ",
-        &"x".repeat(257),
-        "a\nb",
-        "a\u{0}",
-        "a\u{7f}",
-        "a\u{9f}",
-    ] {
+    for bad in ["", "  ", &"x".repeat(257)] {
         assert_eq!(
             parse(&named(bad)).unwrap_err().reason(),
             ManifestReason::InvalidProviderDisplayName,
+            "{bad:.20?}"
+        );
+    }
+    // Control characters are text hygiene, with their own code.
+    for bad in ["a\nb", "a\u{0}", "a\u{7f}", "a\u{9f}"] {
+        assert_eq!(
+            parse(&named(bad)).unwrap_err().reason(),
+            ManifestReason::ProviderDisplayNameControlCharacter,
             "{bad:.20?}"
         );
     }

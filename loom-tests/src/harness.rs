@@ -20,6 +20,12 @@ pub const MUTUAL_EXCLUSION: &str = "INV-4 mutual exclusion violated";
 pub const FIFO: &str = "INV-4 FIFO start order violated";
 /// H-3: the queue stopped granting turns although nothing holds one.
 pub const WEDGED: &str = "H-3 queue wedged";
+/// H-3: a ticket re-polled with a new waker was woken through a stale one (or
+/// not at all), so a caller parked on the new waker would wait for ever.
+pub const STALE_WAKER: &str = "H-3 latest waker not woken";
+/// H-9: `Published::store` dropped the replaced snapshot while holding the
+/// cell's lock, so code run by that drop could not use the cell.
+pub const DROPPED_UNDER_LOCK: &str = "H-9 old snapshot dropped under the lock";
 /// H-11: `dispose` ran before the operation queued ahead of it settled.
 pub const DISPOSE_ORDER: &str = "H-11 dispose ran before the activation settled";
 /// H-11: a ticket was handed out behind the closing (`dispose`) ticket.

@@ -3,8 +3,9 @@
 //! Everything here exists only under `--cfg exthost_loom`, which also switches
 //! exthost's `sync` shim to `loom::sync`, so the suites check the very
 //! [`SerialQueue`](exthost::SerialQueue) and [`Published`](exthost::Published)
-//! that ship. Without the cfg the crate is empty and its tests compile to
-//! nothing. Run it with:
+//! that ship. Without the cfg the library is empty and the only test is
+//! `tests/publication_std.rs`, the std-build companion of the
+//! drop-outside-the-lock model. Run the loom suites with:
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg exthost_loom" CARGO_TARGET_DIR=target/loom \
@@ -14,10 +15,13 @@
 //! * `harness`: bounded exhaustive checking with measured interleavings,
 //!   and the check that a seeded bug fails for the expected reason.
 //! * `queue`: the queue scenarios (mutual exclusion, FIFO start order,
-//!   dropped waiters, cancelled operations, dispose behind activation), written
-//!   once over a trait that the real queue and a seeded-bug queue implement.
-//! * `publication`: the publication scenario over a trait that the real cell
-//!   and two broken cells implement.
+//!   dropped waiters, cancelled operations, dispose behind activation, a
+//!   ticket re-polled with a new waker), written once over a trait that the
+//!   real queue and a seeded-bug queue implement.
+//! * `publication`: the publication scenarios (a reader during a commit, over
+//!   a trait that the real cell and two broken cells implement; the replaced
+//!   snapshot dropped outside the lock, over a trait that the real cell and a
+//!   cell dropping under its lock implement).
 //!
 //! `docs/loom.md` at the workspace root lists every test, its bound, its
 //! interleaving count and time, and every seeded bug.

@@ -1,11 +1,14 @@
-//! The publication scenario, written once over [`CellUnderTest`], which the
-//! real [`Published`] and two broken cells implement.
+//! The publication scenarios: [`reader_during_commit`], written once over
+//! [`CellUnderTest`], which the real [`Published`] and two broken cells
+//! implement; and [`old_snapshot_dropped_outside_the_lock`], over
+//! [`StoreCell`], which the real cell and [`DropUnderLockCell`] implement.
 
 use exthost::Published;
+use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use crate::harness::{DETACHED, TORN};
+use crate::harness::{DETACHED, DROPPED_UNDER_LOCK, TORN};
 
 /// A published registry stand-in whose parts must agree: every tool entry
 /// equals the generation that published it, so a value assembled from two
@@ -160,5 +163,146 @@ impl CellUnderTest for InPlaceCell {
     }
     fn read(snapshot: &Arc<Mutex<Registry>>) -> Registry {
         snapshot.lock().expect("cell lock").clone()
+    }
+}
+
+/// What [`old_snapshot_dropped_outside_the_lock`] needs from a cell: any
+/// value type (the scenario's has a `Drop` of its own).
+pub trait StoreCell<T>: Clone + Send + Sync + 'static {
+    /// A cell publishing `initial`.
+    fn new(initial: T) -> Self;
+    /// Publishes the next value, dropping the cell's reference to the
+    /// previous one.
+    fn store(&self, value: T);
+    /// Takes the current snapshot and drops it at once.
+    fn load_and_release(&self);
+}
+
+impl<T: Send + Sync + 'static> StoreCell<T> for Published<T> {
+    fn new(initial: T) -> Self {
+        Published::new(initial)
+    }
+    fn store(&self, value: T) {
+        Published::store(self, value);
+    }
+    fn load_and_release(&self) {
+        drop(Published::load(self));
+    }
+}
+
+/// How many times the dropping snapshot yields while it waits for the probe
+/// to load. Each yield lets the probe take at least one step; its load takes
+/// fewer than ten, so this only runs out when the probe is blocked, as behind
+/// a lock held during the drop.
+const DROP_WAIT_YIELDS: usize = 16;
+
+/// What the snapshot being dropped and the probe thread tell each other.
+#[derive(Debug, Default)]
+pub struct DropSignal {
+    /// The replaced snapshot's `Drop` has started.
+    dropping: AtomicBool,
+    /// The probe's `load` returned.
+    loaded: AtomicBool,
+    /// The probe's `load` returned while the `Drop` was still running.
+    loaded_during_drop: AtomicBool,
+}
+
+/// A published value whose `Drop`, when armed, waits (a bounded number of
+/// yields, never blocking) for another thread to load from the same cell.
+#[derive(Debug)]
+pub struct Tripwire {
+    signal: Option<Arc<DropSignal>>,
+}
+
+impl Tripwire {
+    /// A value whose drop waits for the probe.
+    pub fn armed(signal: Arc<DropSignal>) -> Self {
+        Self {
+            signal: Some(signal),
+        }
+    }
+
+    /// An ordinary value.
+    pub fn inert() -> Self {
+        Self { signal: None }
+    }
+}
+
+impl Drop for Tripwire {
+    fn drop(&mut self) {
+        let Some(signal) = &self.signal else {
+            return;
+        };
+        signal.dropping.store(true, SeqCst);
+        for _ in 0..DROP_WAIT_YIELDS {
+            if signal.loaded.load(SeqCst) {
+                signal.loaded_during_drop.store(true, SeqCst);
+                return;
+            }
+            thread::yield_now();
+        }
+    }
+}
+
+/// H-9 (`Published::store`'s own promise): the replaced snapshot is dropped
+/// after the cell's lock is released, so whatever its drop runs (a value's
+/// destructor, which may itself use the cell) cannot deadlock on it. The
+/// cell starts with an armed [`Tripwire`]; a probe thread waits until its
+/// drop starts, then loads from the cell; the main thread stores a new value,
+/// which drops the tripwire. The drop waits for the probe's load without
+/// ever blocking: if the lock were held during the drop, the probe would be
+/// stuck behind it until the wait ran out, and the scenario fails with
+/// [`DROPPED_UNDER_LOCK`] once everything has finished (no thread is left
+/// blocked, so loom reports a plain failure, not a deadlock).
+pub fn old_snapshot_dropped_outside_the_lock<C: StoreCell<Tripwire>>() {
+    let signal = Arc::new(DropSignal::default());
+    let cell = C::new(Tripwire::armed(signal.clone()));
+    let probe = {
+        let (cell, signal) = (cell.clone(), signal.clone());
+        thread::spawn(move || {
+            while !signal.dropping.load(SeqCst) {
+                thread::yield_now();
+            }
+            cell.load_and_release();
+            signal.loaded.store(true, SeqCst);
+        })
+    };
+    cell.store(Tripwire::inert());
+    probe.join().expect("probe thread");
+    assert!(
+        signal.loaded_during_drop.load(SeqCst),
+        "{DROPPED_UNDER_LOCK}: a reader could not load while the replaced snapshot was being dropped"
+    );
+}
+
+/// Seeded bug: [`Published`] as written, except that `store` replaces the
+/// snapshot through the guard, so the previous one is dropped while the lock
+/// is still held.
+#[derive(Debug)]
+pub struct DropUnderLockCell<T> {
+    current: Arc<Mutex<Arc<T>>>,
+}
+
+impl<T> Clone for DropUnderLockCell<T> {
+    fn clone(&self) -> Self {
+        Self {
+            current: self.current.clone(),
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> StoreCell<T> for DropUnderLockCell<T> {
+    fn new(initial: T) -> Self {
+        Self {
+            current: Arc::new(Mutex::new(Arc::new(initial))),
+        }
+    }
+    fn store(&self, value: T) {
+        let mut guard = self.current.lock().expect("cell lock");
+        *guard = Arc::new(value); // the previous snapshot drops here, locked
+        drop(guard);
+    }
+    fn load_and_release(&self) {
+        drop(self.current.lock().expect("cell lock").clone());
     }
 }

@@ -11,8 +11,9 @@
 //! binary when it unwinds them. So [`dropped_waiter`] and
 //! [`cancelled_while_running`] poll their last ticket with a waker that
 //! records its wake-up and, once every earlier operation has ended, assert it
-//! was granted *and* woken; they never wait for it. The callers that do wait
-//! with `block_on` (in [`mutual_exclusion`], [`fifo`],
+//! was granted *and* woken; they never wait for it. [`waker_refreshed`] does
+//! the same with two wakers and asserts that the latest one is woken. The
+//! callers that do wait with `block_on` (in [`mutual_exclusion`], [`fifo`],
 //! [`dispose_behind_activation`], and the cancelled operation of
 //! [`cancelled_while_running`], which waits at most behind a ticket that is
 //! released at once) are run only against mutants that cannot leave them
@@ -29,7 +30,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use crate::harness::{CLOSE, DISPOSE_ORDER, FIFO, MUTUAL_EXCLUSION, WEDGED};
+use crate::harness::{CLOSE, DISPOSE_ORDER, FIFO, MUTUAL_EXCLUSION, STALE_WAKER, WEDGED};
 
 /// What the scenarios need from a FIFO ticket queue.
 pub trait QueueUnderTest: Clone + Send + Sync + 'static {
@@ -247,6 +248,53 @@ pub fn dropped_waiter<Q: QueueUnderTest>(queue: Q) {
     assert_idle(&queue);
 }
 
+/// H-3, a ticket polled again with another waker (an executor may move a
+/// task, or a `select!` may poll it from a new context): the main thread
+/// holds the turn; a second thread takes a ticket, polls it with one waker,
+/// then polls it again with a different one, while the main thread releases
+/// the turn. If the second poll left the ticket waiting, the release came
+/// after it, so the waker woken must be the second one: the first may belong
+/// to a context that no longer polls the ticket, and waking only it would
+/// leave the caller blocked. Either way the ticket must then be granted and
+/// the queue end idle.
+pub fn waker_refreshed<Q: QueueUnderTest>(queue: Q) {
+    let first = block_on(queue.enqueue().expect("the queue is open"));
+    let waiter = spawn(&queue, |queue| {
+        let ticket = queue.enqueue().expect("the queue is open");
+        let earlier = match try_turn::<Q>(ticket) {
+            Ok(turn) => {
+                Q::finish(turn);
+                return None;
+            }
+            Err(waiting) => waiting,
+        };
+        match try_turn::<Q>(earlier.ticket) {
+            Ok(turn) => {
+                Q::finish(turn);
+                None
+            }
+            Err(latest) => Some((latest, earlier.flag)),
+        }
+    });
+    Q::finish(first);
+    if let Some((latest, earlier_flag)) = waiter.join().expect("waiter thread") {
+        let number = Q::ticket_number(&latest.ticket);
+        let (latest_woken, earlier_woken) =
+            (latest.flag.0.load(SeqCst), earlier_flag.0.load(SeqCst));
+        assert!(
+            latest_woken,
+            "{STALE_WAKER}: ticket {number} was re-polled with a new waker, but the release woke {}",
+            if earlier_woken {
+                "only the waker of its first poll"
+            } else {
+                "no waker"
+            }
+        );
+        assert_granted_and_woken::<Q>(latest);
+    }
+    assert_idle(&queue);
+}
+
 /// H-3, a caller dropped while running: an operation future that holds its
 /// turn and is suspended mid-operation is dropped (cancelled). A second
 /// thread concurrently takes a ticket and polls it (running at once if its
@@ -378,6 +426,9 @@ pub enum Bug {
     /// A release passes the turn to the next ticket but does not wake it (a
     /// lost wake-up: its caller stays blocked).
     ReleaseWithoutWake,
+    /// A waiting ticket keeps the waker of its first poll and ignores the
+    /// wakers of later polls, so a release wakes a stale waker.
+    KeepsFirstWaker,
 }
 
 /// A queue written like [`SerialQueue`] but with an explicit holder and one
@@ -527,7 +578,9 @@ impl Future for MutantTicket {
                     .waiting
                     .get_mut(&this.number)
                     .expect("a waiting ticket is in the queue");
-                *waker = Some(cx.waker().clone());
+                if waker.is_none() || queue.bug != Bug::KeepsFirstWaker {
+                    *waker = Some(cx.waker().clone());
+                }
                 false
             }
         };

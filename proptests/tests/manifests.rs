@@ -1,10 +1,12 @@
 //! Manifests under generated input: the parser and validator never panic and
 //! always answer with a manifest or a listed reason code; manifests built
 //! from ID-1-valid names are accepted; schema digests ignore key order and
-//! whitespace.
+//! whitespace; descriptions and display names holding a refused character
+//! (or nothing visible) are always refused, with the field's listed code.
 use exthost::manifest::{
     Classification, Manifest, REASON_CODES, canonical_json, parse_manifest, schema_digest,
 };
+use exthost::text::{check_description, check_display_name};
 use exthost::validate_id_segment;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -172,6 +174,211 @@ fn reversed_text(value: &Value) -> String {
             format!("[ {} ]", parts.join(" , "))
         }
         other => other.to_string(),
+    }
+}
+
+/// Text that both checks accept: letters, digits, punctuation, spaces,
+/// non-ASCII letters and symbols, and (for descriptions) line breaks and
+/// tab, which `allowed_in_descriptions` adds.
+fn arb_clean(allowed_in_descriptions: bool) -> impl Strategy<Value = String> {
+    let mut pool = vec![
+        'a', 'Z', '0', ' ', '.', ',', '-', '_', 'é', '☕', '中', '가', 'ж', 'א', '\u{200E}',
+        '\u{200D}', '\u{00A0}',
+    ];
+    if allowed_in_descriptions {
+        pool.extend(['\n', '\r', '\t']);
+    }
+    prop::collection::vec(prop::sample::select(pool), 0..24).prop_map(String::from_iter)
+}
+
+/// A character that descriptions refuse: a control character other than
+/// `\n`, `\r`, `\t`, or a bidirectional override or isolate.
+fn arb_refused_in_description() -> impl Strategy<Value = char> {
+    prop_oneof![
+        (0u32..=0x1F)
+            .prop_filter("line breaks and tab are allowed", |c| {
+                ![0x09, 0x0A, 0x0D].contains(c)
+            })
+            .prop_map(|c| char::from_u32(c).unwrap()),
+        (0x7Fu32..=0x9F).prop_map(|c| char::from_u32(c).unwrap()),
+        (0x202Au32..=0x202E).prop_map(|c| char::from_u32(c).unwrap()),
+        (0x2066u32..=0x2069).prop_map(|c| char::from_u32(c).unwrap()),
+    ]
+}
+
+/// A character that display names refuse: any control character, the line
+/// and paragraph separators, or a bidirectional override or isolate.
+fn arb_refused_in_display_name() -> impl Strategy<Value = char> {
+    prop_oneof![
+        arb_refused_in_description(),
+        prop::sample::select(vec!['\n', '\r', '\t', '\u{2028}', '\u{2029}']),
+    ]
+}
+
+/// Text with no visible character (possibly only spaces: then it is blank).
+fn arb_invisible() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            '\u{200B}', '\u{2060}', '\u{FEFF}', '\u{3164}', '\u{115F}', '\u{1160}', '\u{FFA0}',
+            '\u{0301}', '\u{2800}', '\u{200D}', '\u{00AD}', '\u{200F}', ' ', '\u{3000}',
+        ]),
+        1..8,
+    )
+    .prop_map(String::from_iter)
+}
+
+/// Which text field a generated text goes to: its pointer, how to set it,
+/// its code for length and blank, and its prefix for text-hygiene codes.
+#[derive(Debug, Clone, Copy)]
+enum TextField {
+    ExtensionDescription,
+    ToolDescription,
+    ExtensionDisplayName,
+    ProviderDisplayName,
+    ModelDisplayName,
+}
+
+impl TextField {
+    const DESCRIPTIONS: [TextField; 2] =
+        [TextField::ExtensionDescription, TextField::ToolDescription];
+    const DISPLAY_NAMES: [TextField; 3] = [
+        TextField::ExtensionDisplayName,
+        TextField::ProviderDisplayName,
+        TextField::ModelDisplayName,
+    ];
+
+    /// A valid manifest with `text` in this field.
+    fn manifest(self, text: &str) -> Value {
+        let mut value = json!({
+            "id": "texts",
+            "runtime": {"kind": "in-process"},
+            "permissions": ["tools.register", "providers.register"],
+            "deferred": {
+                "tools": [{"name": "t", "description": "Tool.", "inputSchema": {"type": "object"}}],
+                "providers": [{"id": "p", "displayName": "P", "models": [{"id": "m"}]}]
+            }
+        });
+        match self {
+            TextField::ExtensionDescription => value["description"] = json!(text),
+            TextField::ToolDescription => {
+                value["deferred"]["tools"][0]["description"] = json!(text)
+            }
+            TextField::ExtensionDisplayName => value["displayName"] = json!(text),
+            TextField::ProviderDisplayName => {
+                value["deferred"]["providers"][0]["displayName"] = json!(text)
+            }
+            TextField::ModelDisplayName => {
+                value["deferred"]["providers"][0]["models"][0]["displayName"] = json!(text)
+            }
+        }
+        value
+    }
+
+    fn pointer(self) -> &'static str {
+        match self {
+            TextField::ExtensionDescription => "/description",
+            TextField::ToolDescription => "/deferred/tools/0/description",
+            TextField::ExtensionDisplayName => "/displayName",
+            TextField::ProviderDisplayName => "/deferred/providers/0/displayName",
+            TextField::ModelDisplayName => "/deferred/providers/0/models/0/displayName",
+        }
+    }
+
+    /// The prefix of this field's codes: `<prefix>_control_character`...
+    fn prefix(self) -> &'static str {
+        match self {
+            TextField::ExtensionDescription => "extension_description",
+            TextField::ToolDescription => "declared_tool_description",
+            TextField::ExtensionDisplayName => "extension_display_name",
+            TextField::ProviderDisplayName => "provider_display_name",
+            TextField::ModelDisplayName => "model_display_name",
+        }
+    }
+
+    /// The code for the length and blank rules.
+    fn invalid(self) -> String {
+        match self {
+            TextField::ToolDescription => "invalid_declared_tool_description".to_owned(),
+            other => format!("invalid_{}", other.prefix()),
+        }
+    }
+}
+
+/// `text` in `field` is refused, at the field's pointer, with a listed code:
+/// the blank code if it is only whitespace, else `<prefix>_<kind>` where
+/// `kind` is what `exthost::text` says.
+fn check_refused(field: TextField, text: &str, kind: &str) -> Result<(), TestCaseError> {
+    let result = outcome(&field.manifest(text).to_string());
+    let Err((code, pointer)) = result else {
+        return Err(TestCaseError::fail(format!(
+            "{text:?} accepted in {field:?}"
+        )));
+    };
+    prop_assert!(REASON_CODES.contains(&code), "unlisted reason {}", code);
+    prop_assert_eq!(pointer.as_str(), field.pointer());
+    let expected = if text.trim().is_empty() {
+        field.invalid()
+    } else {
+        format!("{}_{kind}", field.prefix())
+    };
+    prop_assert_eq!(code, expected.as_str(), "{:?} in {:?}", text, field);
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn clean_text_is_accepted_in_every_field(
+        description in arb_clean(true).prop_filter("not blank", |t| !t.trim().is_empty()),
+        name in arb_clean(false).prop_filter("visible", |t| check_display_name(t).is_ok()),
+    ) {
+        prop_assert_eq!(check_description(&description), Ok(()));
+        for field in TextField::DESCRIPTIONS {
+            let result = outcome(&field.manifest(&description).to_string());
+            prop_assert!(result.is_ok(), "{:?} in {:?}: {:?}", description, field, result.err());
+        }
+        for field in TextField::DISPLAY_NAMES {
+            let result = outcome(&field.manifest(&name).to_string());
+            prop_assert!(result.is_ok(), "{:?} in {:?}: {:?}", name, field, result.err());
+        }
+    }
+
+    #[test]
+    fn descriptions_with_a_refused_character_are_always_refused(
+        before in arb_clean(true),
+        refused in arb_refused_in_description(),
+        after in arb_clean(true),
+    ) {
+        let text = format!("{before}{refused}{after}");
+        let error = check_description(&text).unwrap_err();
+        prop_assert_eq!(error.character(), Some(refused));
+        prop_assert_eq!(error.byte_offset(), Some(before.len()));
+        let kind = error.reason().trim_start_matches("text_");
+        for field in TextField::DESCRIPTIONS {
+            check_refused(field, &text, kind)?;
+        }
+    }
+
+    #[test]
+    fn display_names_with_a_refused_character_are_always_refused(
+        before in arb_clean(false),
+        refused in arb_refused_in_display_name(),
+        after in arb_clean(false),
+    ) {
+        let text = format!("{before}{refused}{after}");
+        let error = check_display_name(&text).unwrap_err();
+        prop_assert_eq!(error.character(), Some(refused));
+        let kind = error.reason().trim_start_matches("text_");
+        for field in TextField::DISPLAY_NAMES {
+            check_refused(field, &text, kind)?;
+        }
+    }
+
+    #[test]
+    fn invisible_display_names_are_always_refused(text in arb_invisible()) {
+        prop_assert_eq!(check_display_name(&text).unwrap_err().reason(), "text_not_visible");
+        for field in TextField::DISPLAY_NAMES {
+            check_refused(field, &text, "not_visible")?;
+        }
     }
 }
 

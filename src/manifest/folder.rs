@@ -17,14 +17,22 @@
 //! is refused with one diagnostic per problem, in folder order.
 //!
 //! The folder is trusted configuration, not hostile input: this is not the
-//! confined resource loader of SPEC section 2. A manifest path that is not a
-//! regular file is refused before it is opened, so a FIFO cannot block the
-//! load.
+//! confined resource loader of SPEC section 2. Still, nothing in it can block
+//! the load: a manifest path that is not a regular file is refused before it
+//! is opened, and the open itself adds `O_NONBLOCK | O_NOCTTY`, so a FIFO
+//! swapped in after that type check opens at once instead of waiting for a
+//! writer (and a terminal never becomes the controlling one). The opened
+//! handle is then `fstat`ed: it must be a regular file with the device and
+//! inode the type check saw, else the file is refused (`manifest_io_error`)
+//! without reading from it.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
 
 use super::reason::{ManifestBatchError, ManifestError, ManifestReason as R};
 use super::schema::{Manifest, Notice};
@@ -166,6 +174,15 @@ fn load_manifest_file_quietly(path: &Path) -> Result<(Manifest, Vec<Notice>), Ma
 }
 
 fn read_manifest_text(path: &Path) -> Result<String, ManifestError> {
+    read_manifest_text_with(path, &mut || {})
+}
+
+/// [`read_manifest_text`] with a test seam: `between_check_and_open` runs
+/// after the type check and before the open, where a swap is a race.
+fn read_manifest_text_with(
+    path: &Path,
+    between_check_and_open: &mut dyn FnMut(),
+) -> Result<String, ManifestError> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -186,10 +203,32 @@ fn read_manifest_text(path: &Path) -> Result<String, ManifestError> {
         )
         .with_file(path));
     }
-    let file =
-        fs::File::open(path).map_err(|error| io_error(path, "cannot open the manifest", &error))?;
+    between_check_and_open();
+    let file = open_nonblocking(path)
+        .map_err(|error| io_error(path, "cannot open the manifest", &error))?;
+    // The path may have been replaced between the type check and the open:
+    // the handle must be the regular file that was checked.
+    let opened = file
+        .metadata()
+        .map_err(|error| io_error(path, "cannot inspect the opened manifest", &error))?;
+    if !opened.is_file() {
+        return Err(ManifestError::new(
+            R::ManifestIoError,
+            "",
+            "the manifest was replaced by something that is not a regular file while it was being opened",
+        )
+        .with_file(path));
+    }
+    if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
+        return Err(ManifestError::new(
+            R::ManifestIoError,
+            "",
+            "the manifest was replaced by another file while it was being opened",
+        )
+        .with_file(path));
+    }
     let mut bytes = Vec::with_capacity(
-        usize::try_from(meta.len())
+        usize::try_from(opened.len())
             .unwrap_or(0)
             .min(MAX_MANIFEST_BYTES + 1),
     );
@@ -223,4 +262,127 @@ fn read_manifest_text(path: &Path) -> Result<String, ManifestError> {
         text.drain(..'\u{feff}'.len_utf8());
     }
     Ok(text)
+}
+
+/// Opens `path` read-only with `O_NONBLOCK | O_NOCTTY` added (std adds
+/// `O_CLOEXEC`): opening a FIFO returns at once instead of waiting for a
+/// writer, and a terminal device never becomes the controlling terminal.
+/// Neither flag changes how a regular file is read.
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::Duration;
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("run mkfifo");
+        assert!(status.success(), "mkfifo {path:?} failed");
+    }
+
+    /// Runs `work` on a thread; a block fails the test instead of hanging
+    /// it (a guard, not a timing assertion).
+    fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (sender, receiver) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = sender.send(work());
+        });
+        receiver
+            .recv_timeout(Duration::from_secs(10))
+            .expect("reading the manifest blocked")
+    }
+
+    const TEXT: &str = r#"{"id": "a", "runtime": {"kind": "in-process"}}"#;
+
+    #[test]
+    fn a_fifo_swapped_in_after_the_type_check_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE_NAME);
+        let fifo = dir.path().join("pipe");
+        fs::write(&path, TEXT).unwrap();
+        mkfifo(&fifo);
+        let mut swaps = 0;
+        let result = finishes({
+            let path = path.clone();
+            move || {
+                let result = read_manifest_text_with(&path, &mut || {
+                    swaps += 1;
+                    fs::rename(&fifo, &path).unwrap();
+                });
+                (result, swaps)
+            }
+        });
+        let (result, swaps) = result;
+        assert_eq!(swaps, 1, "the seam ran once, between check and open");
+        let error = result.unwrap_err();
+        assert_eq!(error.reason(), R::ManifestIoError);
+        assert!(
+            error
+                .message()
+                .contains("not a regular file while it was being opened"),
+            "{}",
+            error.message()
+        );
+        assert_eq!(error.file(), Some(path.as_path()));
+    }
+
+    #[test]
+    fn another_regular_file_swapped_in_after_the_type_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE_NAME);
+        let other = dir.path().join("other.json");
+        fs::write(&path, TEXT).unwrap();
+        fs::write(&other, TEXT).unwrap();
+        let error =
+            read_manifest_text_with(&path, &mut || fs::rename(&other, &path).unwrap()).unwrap_err();
+        assert_eq!(error.reason(), R::ManifestIoError);
+        assert!(
+            error.message().contains("replaced by another file"),
+            "{}",
+            error.message()
+        );
+        // The same file again (nothing swapped) reads normally.
+        assert_eq!(read_manifest_text_with(&path, &mut || {}).unwrap(), TEXT);
+    }
+
+    #[test]
+    fn a_directory_swapped_in_after_the_type_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE_NAME);
+        fs::write(&path, TEXT).unwrap();
+        let error = read_manifest_text_with(&path, &mut || {
+            fs::remove_file(&path).unwrap();
+            fs::create_dir(&path).unwrap();
+        })
+        .unwrap_err();
+        assert_eq!(error.reason(), R::ManifestIoError);
+        assert!(
+            error
+                .message()
+                .contains("not a regular file while it was being opened"),
+            "{}",
+            error.message()
+        );
+    }
+
+    #[test]
+    fn the_same_file_rewritten_in_place_is_still_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE_NAME);
+        fs::write(&path, "{}").unwrap();
+        // Writing through the path keeps the inode: that is an edit, not a
+        // swap, and the new contents are read.
+        let text = read_manifest_text_with(&path, &mut || fs::write(&path, TEXT).unwrap()).unwrap();
+        assert_eq!(text, TEXT);
+    }
 }

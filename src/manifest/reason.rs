@@ -85,10 +85,25 @@ reason_enum! {
     InvalidExtensionId => "invalid_extension_id",
     /// `version` is not a string of 1 to 64 bytes without control characters, or is blank.
     InvalidExtensionVersion => "invalid_extension_version",
-    /// `displayName` breaks the display-name rule.
+    /// `displayName` is not a string of 1 to 256 bytes, or is blank (its
+    /// characters are the text-hygiene codes' business).
     InvalidExtensionDisplayName => "invalid_extension_display_name",
-    /// `description` breaks the description rule.
+    /// `description` is not a string of 1 to 1,024 bytes, or is blank.
     InvalidExtensionDescription => "invalid_extension_description",
+
+    // Text hygiene (M-1, M-8): `crate::text`, one code per kind and field.
+    /// `displayName` holds a control character (any of general category
+    /// Cc, or U+2028 / U+2029).
+    ExtensionDisplayNameControlCharacter => "extension_display_name_control_character",
+    /// `displayName` holds a bidirectional override or isolate (U+202A to
+    /// U+202E, U+2066 to U+2069).
+    ExtensionDisplayNameBidiControl => "extension_display_name_bidi_control",
+    /// `displayName` has no visible character.
+    ExtensionDisplayNameNotVisible => "extension_display_name_not_visible",
+    /// `description` holds a control character other than `\n`, `\r`, `\t`.
+    ExtensionDescriptionControlCharacter => "extension_description_control_character",
+    /// `description` holds a bidirectional override or isolate.
+    ExtensionDescriptionBidiControl => "extension_description_bidi_control",
 
     // The runtime.
     /// `runtime` is not an object, or its `kind` is not `in-process` or `process`.
@@ -126,10 +141,16 @@ reason_enum! {
     InvalidDeclaredToolName => "invalid_declared_tool_name",
     /// Two declared tools have the same name.
     DuplicateDeclaredToolName => "duplicate_declared_tool_name",
-    /// A declared tool description breaks the description rule.
+    /// A declared tool description is not a string of 1 to 1,024 bytes, or
+    /// is blank.
     InvalidDeclaredToolDescription => "invalid_declared_tool_description",
     /// A declared input schema is not an object or is over 64 KiB serialised.
     InvalidDeclaredToolInputSchema => "invalid_declared_tool_input_schema",
+    /// A declared tool description holds a control character other than
+    /// `\n`, `\r`, `\t`.
+    DeclaredToolDescriptionControlCharacter => "declared_tool_description_control_character",
+    /// A declared tool description holds a bidirectional override or isolate.
+    DeclaredToolDescriptionBidiControl => "declared_tool_description_bidi_control",
 
     // Declared providers and models (M-1).
     /// More than 16 declared providers.
@@ -138,8 +159,15 @@ reason_enum! {
     InvalidDeclaredProviderId => "invalid_declared_provider_id",
     /// Two declared providers have the same id.
     DuplicateDeclaredProviderId => "duplicate_declared_provider_id",
-    /// A provider `displayName` breaks the display-name rule.
+    /// A provider `displayName` is not a string of 1 to 256 bytes, or is
+    /// blank.
     InvalidProviderDisplayName => "invalid_provider_display_name",
+    /// A provider `displayName` holds a control character.
+    ProviderDisplayNameControlCharacter => "provider_display_name_control_character",
+    /// A provider `displayName` holds a bidirectional override or isolate.
+    ProviderDisplayNameBidiControl => "provider_display_name_bidi_control",
+    /// A provider `displayName` has no visible character.
+    ProviderDisplayNameNotVisible => "provider_display_name_not_visible",
     /// A provider `configSchema` is not an object or is over 64 KiB serialised.
     InvalidProviderConfigSchema => "invalid_provider_config_schema",
     /// More than 64 models in one provider.
@@ -148,8 +176,14 @@ reason_enum! {
     InvalidDeclaredModelId => "invalid_declared_model_id",
     /// Two models of one provider have the same id.
     DuplicateDeclaredModelId => "duplicate_declared_model_id",
-    /// A model `displayName` breaks the display-name rule.
+    /// A model `displayName` is not a string of 1 to 256 bytes, or is blank.
     InvalidModelDisplayName => "invalid_model_display_name",
+    /// A model `displayName` holds a control character.
+    ModelDisplayNameControlCharacter => "model_display_name_control_character",
+    /// A model `displayName` holds a bidirectional override or isolate.
+    ModelDisplayNameBidiControl => "model_display_name_bidi_control",
+    /// A model `displayName` has no visible character.
+    ModelDisplayNameNotVisible => "model_display_name_not_visible",
     /// Model `capabilities` is present but not an object of booleans.
     InvalidModelCapabilities => "invalid_model_capabilities",
     /// `deferred.lifecycle` is not `"hook"` or `"user"`.
@@ -168,8 +202,9 @@ reason_enum! {
     UserLifecycleConflictsWithActiveCapabilities => "user_lifecycle_conflicts_with_active_capabilities",
 
     // The folder loader.
-    /// The manifest file or the folder could not be read (or is not a
-    /// regular file / directory).
+    /// The manifest file or the folder could not be read, is not a regular
+    /// file / directory, or the manifest path was replaced between its type
+    /// check and its open.
     ManifestIoError => "manifest_io_error",
     /// The manifest file is not valid UTF-8.
     ManifestInvalidUtf8 => "manifest_invalid_utf8",

@@ -11,7 +11,8 @@
 //!    `permissions`, `hooks`, `dependencies`, `deferred`; inside `deferred`:
 //!    `tools`, `providers`, `lifecycle`); a list's length bound before its
 //!    entries; an entry's name before its duplicate check before its other
-//!    fields;
+//!    fields; a description's or display name's length and blank rules
+//!    before its text hygiene ([`crate::text`]);
 //! 3. the cross-field rules of M-2.
 
 use std::cell::RefCell;
@@ -32,6 +33,7 @@ use super::{
     MAX_DISPLAY_NAME_BYTES, MAX_MANIFEST_BYTES, MAX_SCHEMA_BYTES,
 };
 use crate::id::validate_id_segment;
+use crate::text::{TextError, check_description, check_display_name};
 
 const MAX_VERSION_BYTES: usize = 64;
 const MAX_COMMAND_BYTES: usize = 4096;
@@ -383,23 +385,117 @@ fn identifier(value: Value, at: Ptr<'_>, reason: R, what: &str) -> Result<String
     }
 }
 
-/// 1 to 1,024 bytes, not only whitespace.
-fn description(value: Value, at: Ptr<'_>, reason: R, what: &str) -> Result<String, ManifestError> {
-    let text = string(value, at, reason, what)?;
-    if text.is_empty() || text.len() > MAX_DESCRIPTION_BYTES {
+/// The reason codes of one description or display-name field: its own code
+/// for the length and blank rules, then one per text-hygiene refusal
+/// ([`crate::text`]).
+#[derive(Clone, Copy)]
+struct TextReasons {
+    invalid: R,
+    control: R,
+    bidi: R,
+    /// Display names only: descriptions have no visibility rule.
+    not_visible: Option<R>,
+}
+
+const EXTENSION_DISPLAY_NAME: TextReasons = TextReasons {
+    invalid: R::InvalidExtensionDisplayName,
+    control: R::ExtensionDisplayNameControlCharacter,
+    bidi: R::ExtensionDisplayNameBidiControl,
+    not_visible: Some(R::ExtensionDisplayNameNotVisible),
+};
+const EXTENSION_DESCRIPTION: TextReasons = TextReasons {
+    invalid: R::InvalidExtensionDescription,
+    control: R::ExtensionDescriptionControlCharacter,
+    bidi: R::ExtensionDescriptionBidiControl,
+    not_visible: None,
+};
+const TOOL_DESCRIPTION: TextReasons = TextReasons {
+    invalid: R::InvalidDeclaredToolDescription,
+    control: R::DeclaredToolDescriptionControlCharacter,
+    bidi: R::DeclaredToolDescriptionBidiControl,
+    not_visible: None,
+};
+const PROVIDER_DISPLAY_NAME: TextReasons = TextReasons {
+    invalid: R::InvalidProviderDisplayName,
+    control: R::ProviderDisplayNameControlCharacter,
+    bidi: R::ProviderDisplayNameBidiControl,
+    not_visible: Some(R::ProviderDisplayNameNotVisible),
+};
+const MODEL_DISPLAY_NAME: TextReasons = TextReasons {
+    invalid: R::InvalidModelDisplayName,
+    control: R::ModelDisplayNameControlCharacter,
+    bidi: R::ModelDisplayNameBidiControl,
+    not_visible: Some(R::ModelDisplayNameNotVisible),
+};
+
+/// A string of 1 to `max` bytes that is not only whitespace (`reasons.invalid`).
+fn sized_text(
+    value: Value,
+    at: Ptr<'_>,
+    reasons: TextReasons,
+    what: &str,
+    max: usize,
+) -> Result<String, ManifestError> {
+    let text = string(value, at, reasons.invalid, what)?;
+    if text.is_empty() || text.len() > max {
         return fail(
-            reason,
+            reasons.invalid,
             at,
-            format!(
-                "{what} is {} bytes; 1 to {MAX_DESCRIPTION_BYTES} are allowed",
-                text.len()
-            ),
+            format!("{what} is {} bytes; 1 to {max} are allowed", text.len()),
         );
     }
     if text.trim().is_empty() {
-        return fail(reason, at, format!("{what} is blank"));
+        return fail(reasons.invalid, at, format!("{what} is blank"));
     }
     Ok(text)
+}
+
+/// Turns a text-hygiene refusal into the field's own reason code.
+fn text_refusal<T>(
+    error: TextError,
+    at: Ptr<'_>,
+    reasons: TextReasons,
+    what: &str,
+) -> Result<T, ManifestError> {
+    let reason = match error {
+        TextError::ControlCharacter { .. } => reasons.control,
+        TextError::BidiControl { .. } => reasons.bidi,
+        // Only display names, which have the code, can be not visible.
+        TextError::NotVisible => reasons.not_visible.unwrap_or(reasons.invalid),
+    };
+    fail(reason, at, format!("{what}: {error}"))
+}
+
+/// 1 to 1,024 bytes, not only whitespace, then [`check_description`]: no
+/// control character but line breaks and tab, no bidirectional override or
+/// isolate.
+fn description(
+    value: Value,
+    at: Ptr<'_>,
+    reasons: TextReasons,
+    what: &str,
+) -> Result<String, ManifestError> {
+    let text = sized_text(value, at, reasons, what, MAX_DESCRIPTION_BYTES)?;
+    match check_description(&text) {
+        Ok(()) => Ok(text),
+        Err(error) => text_refusal(error, at, reasons, what),
+    }
+}
+
+/// 1 to 256 bytes, not only whitespace, then [`check_display_name`]: no
+/// control character, no bidirectional override or isolate, a visible
+/// character.
+fn display_name(
+    value: Value,
+    at: Ptr<'_>,
+    reasons: TextReasons,
+    what: &str,
+) -> Result<String, ManifestError> {
+    let text = sized_text(value, at, reasons, what, MAX_DISPLAY_NAME_BYTES)?;
+    match check_display_name(&text) {
+        Ok(()) => Ok(text),
+        Err(error) => text_refusal(error, at, reasons, what),
+    }
 }
 
 /// 1 to `max` bytes, no control character, not only whitespace.
@@ -515,12 +611,11 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
         .transpose()?;
     let display_name = optional(&mut map, "displayName")
         .map(|v| {
-            label(
+            display_name(
                 v,
                 root.key("displayName"),
-                R::InvalidExtensionDisplayName,
+                EXTENSION_DISPLAY_NAME,
                 "the display name",
-                MAX_DISPLAY_NAME_BYTES,
             )
         })
         .transpose()?;
@@ -529,7 +624,7 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
             description(
                 v,
                 root.key("description"),
-                R::InvalidExtensionDescription,
+                EXTENSION_DESCRIPTION,
                 "the description",
             )
         })
@@ -896,7 +991,7 @@ fn decode_tools(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredTool>, Manifest
         let description = description(
             required(&mut map, "description", item_at)?,
             item_at.key("description"),
-            R::InvalidDeclaredToolDescription,
+            TOOL_DESCRIPTION,
             "the tool description",
         )?;
         let (input_schema, schema_digest) = schema(
@@ -946,12 +1041,11 @@ fn decode_providers(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredProvider>, 
                 format!("the provider id {} is declared twice", quote(&id)),
             );
         }
-        let display_name = label(
+        let display_name = display_name(
             required(&mut map, "displayName", item_at)?,
             item_at.key("displayName"),
-            R::InvalidProviderDisplayName,
+            PROVIDER_DISPLAY_NAME,
             "the provider display name",
-            MAX_DISPLAY_NAME_BYTES,
         )?;
         let config_schema = optional(&mut map, "configSchema")
             .map(|value| {
@@ -1014,12 +1108,11 @@ fn decode_models(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredModel>, Manife
         }
         let display_name = optional(&mut map, "displayName")
             .map(|value| {
-                label(
+                display_name(
                     value,
                     item_at.key("displayName"),
-                    R::InvalidModelDisplayName,
+                    MODEL_DISPLAY_NAME,
                     "the model display name",
-                    MAX_DISPLAY_NAME_BYTES,
                 )
             })
             .transpose()?;

@@ -1,10 +1,14 @@
-//! Publication: the real `Published` passes; the two-step and in-place cells
-//! are caught. One writer and one reader: explored exhaustively.
+//! Publication: the real `Published` passes; the two-step, in-place and
+//! drop-under-lock cells are caught. Two threads each: explored
+//! exhaustively.
 
 use exthost::Published;
-use exthost_loom_tests::harness::{Bound, DETACHED, TORN, check, expect_violation};
+use exthost_loom_tests::harness::{
+    Bound, DETACHED, DROPPED_UNDER_LOCK, TORN, check, expect_violation,
+};
 use exthost_loom_tests::publication::{
-    CellUnderTest, InPlaceCell, Registry, TwoStepCell, reader_during_commit,
+    CellUnderTest, DropUnderLockCell, InPlaceCell, Registry, Tripwire, TwoStepCell,
+    old_snapshot_dropped_outside_the_lock, reader_during_commit,
 };
 
 #[test]
@@ -33,5 +37,24 @@ fn seeded_in_place_publication_changes_old_snapshots() {
         Bound::Exhaustive,
         &[DETACHED],
         || reader_during_commit(InPlaceCell::new(Registry::at(0))),
+    );
+}
+
+#[test]
+fn store_drops_the_old_snapshot_outside_the_lock() {
+    check(
+        "store_drops_the_old_snapshot_outside_the_lock",
+        Bound::Exhaustive,
+        old_snapshot_dropped_outside_the_lock::<Published<Tripwire>>,
+    );
+}
+
+#[test]
+fn seeded_drop_under_the_lock_is_caught() {
+    expect_violation(
+        "drop_under_lock_cell/old_snapshot_dropped_outside_the_lock",
+        Bound::Exhaustive,
+        &[DROPPED_UNDER_LOCK],
+        old_snapshot_dropped_outside_the_lock::<DropUnderLockCell<Tripwire>>,
     );
 }

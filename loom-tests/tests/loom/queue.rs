@@ -8,11 +8,12 @@
 
 use exthost::SerialQueue;
 use exthost_loom_tests::harness::{
-    Bound, CLOSE, DISPOSE_ORDER, FIFO, MUTUAL_EXCLUSION, WEDGED, check, expect_violation,
+    Bound, CLOSE, DISPOSE_ORDER, FIFO, MUTUAL_EXCLUSION, STALE_WAKER, WEDGED, check,
+    expect_violation,
 };
 use exthost_loom_tests::queue::{
     Bug, MutantQueue, cancelled_while_running, dispose_behind_activation, dropped_waiter, fifo,
-    mutual_exclusion,
+    mutual_exclusion, waker_refreshed,
 };
 
 /// Two threads: small enough to explore every interleaving.
@@ -51,6 +52,15 @@ fn dropped_waiter_neither_runs_nor_wedges() {
 }
 
 #[test]
+fn a_re_polled_ticket_wakes_its_latest_waker() {
+    check(
+        "a_re_polled_ticket_wakes_its_latest_waker",
+        TWO_THREADS,
+        || waker_refreshed(SerialQueue::new()),
+    );
+}
+
+#[test]
 fn cancelled_operation_releases_its_turn() {
     check("cancelled_operation_releases_its_turn", TWO_THREADS, || {
         cancelled_while_running(SerialQueue::new())
@@ -83,6 +93,9 @@ fn control_mutant_passes_every_scenario() {
     });
     check("control/cancelled_while_running", TWO_THREADS, move || {
         cancelled_while_running(control())
+    });
+    check("control/waker_refreshed", TWO_THREADS, move || {
+        waker_refreshed(control())
     });
     check(
         "control/dispose_behind_activation",
@@ -172,5 +185,36 @@ fn seeded_two_step_close_admits_a_late_ticket() {
         THREE_THREADS,
         &[CLOSE],
         || dispose_behind_activation(MutantQueue::new(Bug::CloseInTwoSteps)),
+    );
+}
+
+#[test]
+fn seeded_kept_first_waker_wakes_a_stale_waker() {
+    expect_violation(
+        "keeps_first_waker/waker_refreshed",
+        TWO_THREADS,
+        &[STALE_WAKER],
+        || waker_refreshed(MutantQueue::new(Bug::KeepsFirstWaker)),
+    );
+}
+
+/// The existing scenarios never poll a ticket with a second waker, so they
+/// cannot tell a stale waker from the latest one: the mutant passes them all
+/// (which is why `waker_refreshed` exists).
+#[test]
+fn kept_first_waker_passes_the_scenarios_that_poll_with_one_waker() {
+    let mutant = || MutantQueue::new(Bug::KeepsFirstWaker);
+    check("keeps_first_waker/dropped_waiter", TWO_THREADS, move || {
+        dropped_waiter(mutant())
+    });
+    check(
+        "keeps_first_waker/cancelled_while_running",
+        TWO_THREADS,
+        move || cancelled_while_running(mutant()),
+    );
+    check(
+        "keeps_first_waker/mutual_exclusion_two",
+        TWO_THREADS,
+        move || mutual_exclusion(mutant(), 2),
     );
 }
