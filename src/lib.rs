@@ -4,10 +4,10 @@
 //! promises.
 //!
 //! * **Resources**: UTF-8 text read from ordered trusted roots; every escape
-//!   fails closed (SPEC section 2).
+//!   fails closed (docs/spec.md section 2).
 //! * **Extension host**: metadata-only discovery, lazy serialized
 //!   activation, all-or-nothing publication, reverse-order rollback and
-//!   shutdown (SPEC section 3).
+//!   shutdown (docs/spec.md section 3).
 //! * **Verification**: the host's logic is a pure transition function that
 //!   the `exthost-model` crate model-checks with stateright.
 //!

@@ -17,7 +17,7 @@
 //! is refused with one diagnostic per problem, in folder order.
 //!
 //! The folder is trusted configuration, not hostile input: this is not the
-//! confined resource loader of SPEC section 2. A manifest path that is not a
+//! confined resource loader of docs/spec.md section 2. A manifest path that is not a
 //! regular file is refused before it is opened, so a FIFO cannot block the
 //! load.
 
