@@ -130,6 +130,37 @@ fn inspect_shows_the_valid_manifests_next_to_an_invalid_one() {
 }
 
 #[test]
+fn inspect_shows_a_process_manifest_without_spawning_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("git")).expect("mkdir");
+    // The command would fail if it ran: inspect must not run it.
+    std::fs::write(
+        dir.path().join("git/extension.json"),
+        r#"{
+  "id": "git-tools",
+  "runtime": {"kind": "process", "command": "/nonexistent/server", "args": ["--stdio"]},
+  "permissions": ["tools.register"],
+  "deferred": {"tools": [{"name": "status", "description": "Show the status.", "inputSchema": {"type": "object"}}]}
+}"#,
+    )
+    .expect("write");
+    exthost()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "  runtime: process (/nonexistent/server)",
+        ))
+        .stdout(predicate::str::contains(
+            "earliest trigger: tool call (git-tools:status)",
+        ))
+        .stdout(predicate::str::contains(
+            "git-tools:status  api name git-tools_status",
+        ));
+}
+
+#[test]
 fn inspect_of_a_missing_folder_is_bad_input() {
     exthost()
         .args(["inspect", "examples/manifests/no-such-folder"])
