@@ -1,15 +1,15 @@
-//! Stable error codes (SPEC section 7).
+//! Stable error codes (docs/spec.md section 7).
 //!
 //! Every error type of the crate is plain, cloneable data with a `code()`
 //! method returning one of these strings. The strings are part of the public
 //! contract: they never change meaning and are never reused.
 
-/// The stable code strings, one constant per code of SPEC section 7.
+/// The stable code strings, one constant per code of docs/spec.md section 7.
 pub mod codes {
     macro_rules! codes {
         ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
             $($(#[$doc])* pub const $name: &str = stringify!($name);)*
-            /// Every code above, in the order SPEC section 7 lists them.
+            /// Every code above, in the order docs/spec.md section 7 lists them.
             pub const ALL: &[&str] = &[$($name),*];
         };
     }
@@ -73,16 +73,16 @@ pub mod codes {
         EXTENSION_DEPENDENCY_MISSING,
         /// The dependencies form a cycle.
         EXTENSION_DEPENDENCY_CYCLE,
-        /// No live tool has the name called (an addition to SPEC section 7).
+        /// No live tool has the name called (an addition to docs/spec.md section 7).
         TOOL_NOT_FOUND,
-        /// A tool ran and failed or panicked (an addition to SPEC section 7).
+        /// A tool ran and failed or panicked (an addition to docs/spec.md section 7).
         TOOL_FAILED,
         /// A dormant tool was called without the capability to activate its
-        /// extension (M-4; an addition to SPEC section 7).
+        /// extension (M-4; an addition to docs/spec.md section 7).
         TOOL_ACTIVATION_DENIED,
         /// The task running an extension step ended without a result (its
         /// runtime shut down or it was aborted); the step counts as failed
-        /// (an addition to SPEC section 7).
+        /// (an addition to docs/spec.md section 7).
         EXTENSION_TASK_LOST,
     }
 }

@@ -1,15 +1,108 @@
 //! # exthost
 //!
-//! A host for the extensions of AI-agent runtimes that proves what it
-//! promises.
+//! A host for the extensions of AI-agent runtimes (tools, event hooks,
+//! cleanup) that proves what it promises. The contract, rule by rule with
+//! the harm each rule prevents, is `docs/spec.md`; `docs/README.md` indexes
+//! the documentation and traces every invariant to its checks.
 //!
-//! * **Resources**: UTF-8 text read from ordered trusted roots; every escape
-//!   fails closed (SPEC section 2).
-//! * **Extension host**: metadata-only discovery, lazy serialized
-//!   activation, all-or-nothing publication, reverse-order rollback and
-//!   shutdown (SPEC section 3).
-//! * **Verification**: the host's logic is a pure transition function that
-//!   the `exthost-model` crate model-checks with stateright.
+//! ## Quickstart
+//!
+//! An extension contributes a tool through its activation context; the host
+//! publishes it only when the whole activation succeeded, and shuts it down
+//! in reverse order. The host's operations are async and need a tokio
+//! runtime.
+//!
+//! ```
+//! use exthost::host::{
+//!     ActivationContext, BoxFuture, Extension, ExtensionDefinition, ExtensionError,
+//!     ExtensionHost, HostOptions, ToolDescriptor,
+//! };
+//! use exthost::{ResourceLoader, ResourceRoot};
+//! use serde_json::{Value, json};
+//!
+//! struct Greeter;
+//!
+//! impl Extension for Greeter {
+//!     fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+//!         Box::pin(async move {
+//!             let greet = ToolDescriptor::new("greet", "Greet someone.", json!({"type": "object"}));
+//!             cx.register_tool(greet, |input: Value| async move {
+//!                 let name = input["name"].as_str().unwrap_or("world").to_owned();
+//!                 Ok(json!({ "greeting": format!("hello, {name}") }))
+//!             })
+//!             .map_err(|e| ExtensionError::new(e.to_string()))?;
+//!             Ok(())
+//!         })
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let resources = ResourceLoader::create([ResourceRoot::new("tmp", std::env::temp_dir())])?;
+//! let host = ExtensionHost::new(HostOptions::new(resources))?;
+//! host.discover([ExtensionDefinition::new("greeter", || Ok(Greeter))])?; // runs no code
+//! assert!(host.tools().is_empty());
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     host.activate("greeter").await?; // factory, activate(context), one commit
+//!     let answer = host.call_tool("greet", json!({"name": "Ada"})).await?;
+//!     assert_eq!(answer, json!({"greeting": "hello, Ada"}));
+//!     host.dispose().await // reverse order, every step, failures aggregated
+//! })?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The `exthost` command line (crate `exthost-cli`, `docs/cli.md`) does the
+//! same from a folder of manifests: `exthost inspect`, `exthost call`.
+//!
+//! ## Modules
+//!
+//! | module | what |
+//! |---|---|
+//! | [`id`] | ID-1: the one identifier rule, [`validate_id_segment`] |
+//! | [`resources`] | the trusted-root loader, [`ResourceLoader`] (R-1 to R-11) |
+//! | [`host`] | the async shell: [`host::ExtensionHost`], its context, manifests in the host (H-1 to H-12) |
+//! | [`core`] | the pure host: typestates, tool registry, the transition function the model checker explores |
+//! | [`manifest`] | manifest schema, validation, classes, triggers, schema digests (M-1 to M-7) |
+//! | [`queue`], [`publication`] | the shell's FIFO queue and registry publication cell, checked with loom |
+//! | [`error`] | every stable error code, [`error::codes`] |
+//!
+//! ## Guarantees, and their limits
+//!
+//! **Resources fail closed.** A resource is read only from the trusted roots,
+//! in order; traversal, symlinks leaving the root, device names, swapped
+//! roots, non-files, files over 1 MiB and invalid UTF-8 are each refused with
+//! a stable code. Limit: this is a file boundary, not a sandbox: a hard link
+//! inside a root is served, and in-process extension code can still use
+//! `std::fs` directly (`docs/resources.md`).
+//!
+//! **Activation is all or nothing.** An extension's tools and hooks go live
+//! in one commit, after its `activate` succeeded and the whole set
+//! validated; a failure rolls back every disposer in reverse order, and the
+//! extension can be retried. Limit: the rollback runs the extension's own
+//! disposers; what it started without registering a disposer is not tracked
+//! (`docs/host.md`).
+//!
+//! **Shutdown is complete and ordered.** Every cleanup step runs once, in
+//! reverse activation and registration order, each bounded by the cleanup
+//! deadline when one is set, and every failure is reported in one
+//! aggregate. Limit: a step that
+//! outlives its deadline is abandoned, not killed; in-process code cannot be
+//! stopped by force (`docs/host.md`).
+//!
+//! **Manifests start extensions lazily and are held to their word.**
+//! Discovery reads metadata only; declared tools are visible before their
+//! extension runs, and what it registers must match what it declared.
+//! Limit: process (MCP) extensions, reload, dependencies and providers are
+//! planned, not built (`docs/spec.md`, `docs/manifests.md`).
+//!
+//! **The logic is model-checked.** The stateright model in `exthost-model`
+//! explores the real core (this crate's [`core`]) and checks INV-1 to
+//! INV-10 on every reachable state, and each seeded bug must be caught.
+//! Limit: the check is exhaustive only within its bounds, and covers the
+//! core, not the async shell, which loom and the integration tests check
+//! (`docs/model-checking.md`, `docs/loom.md`).
 //!
 //! Every error carries a stable code, listed in [`error::codes`].
 #![forbid(unsafe_code)]

@@ -1,4 +1,4 @@
-//! The registry publication cell (SPEC H-4, H-9, INV-1).
+//! The registry publication cell (docs/spec.md H-4, H-9, INV-1).
 //!
 //! The host keeps its live registry as an immutable snapshot in a
 //! [`Published`] cell. A commit builds the whole next registry aside and
@@ -13,10 +13,10 @@ use crate::sync::{Arc, Mutex, lock};
 ///
 /// * [`load`](Self::load) returns the current snapshot. Snapshots are
 ///   *detached*: a snapshot once taken never changes, whatever is stored
-///   afterwards (SPEC H-9: `tools()` returns a detached, immutable snapshot).
+///   afterwards (docs/spec.md H-9: `tools()` returns a detached, immutable snapshot).
 /// * [`store`](Self::store) replaces the snapshot in one step: a reader
 ///   concurrent with it sees the whole old value or the whole new one, never
-///   a mix (SPEC INV-1: atomic publication).
+///   a mix (docs/spec.md INV-1: atomic publication).
 ///
 /// Clones share the cell. The snapshot is an `Arc<T>`: `std::sync::Arc`
 /// normally, `loom::sync::Arc` under `--cfg exthost_loom` (see the crate's

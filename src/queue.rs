@@ -1,4 +1,4 @@
-//! The serialized FIFO operation queue of the shell (SPEC H-3, H-11, INV-4).
+//! The serialized FIFO operation queue of the shell (docs/spec.md H-3, H-11, INV-4).
 //!
 //! Every host operation (`activate`, `emit`, `dispose`, `reload`) first takes
 //! a [`Ticket`] with [`SerialQueue::enqueue`], synchronously, in call order,
@@ -141,7 +141,7 @@ impl SerialQueue {
     }
 
     /// Takes a ticket and closes the queue in one step: every later enqueue
-    /// fails, and no ticket is ever numbered after this one (SPEC H-11: the
+    /// fails, and no ticket is ever numbered after this one (docs/spec.md H-11: the
     /// `dispose` operation waits for everything queued before it).
     ///
     /// # Errors

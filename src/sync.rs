@@ -18,7 +18,7 @@ pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 /// updated if it panics (a waker is cloned before its slot is written; wakers
 /// are woken, and replaced values dropped, after the guard is released), so a
 /// poisoned lock still guards consistent data. Ignoring the poison keeps the
-/// queue working: the host must survive panics (SPEC H-8).
+/// queue working: the host must survive panics (docs/spec.md H-8).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()

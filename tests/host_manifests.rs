@@ -1,4 +1,4 @@
-//! SPEC section 4 in the host: folder discovery, dormant tools, triggers,
+//! docs/spec.md section 4 in the host: folder discovery, dormant tools, triggers,
 //! declaration matching, grants and API names.
 
 mod support;

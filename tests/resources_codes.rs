@@ -1,4 +1,4 @@
-//! Every code of SPEC section 7 that belongs to the resource loader is
+//! Every code of docs/spec.md section 7 that belongs to the resource loader is
 //! produced by a real scenario, and `code()` returns the shared constant.
 mod resources_support;
 

@@ -9,17 +9,20 @@
 //! observing the returned effects. There is no second implementation of the
 //! host's logic here: the properties judge what the core did.
 //!
-//! The invariants of SPEC section 6 are properties named `INV-1` ...
-//! `INV-10` ([`properties`]); `sometimes` properties show the interesting
-//! states are reached. [`mutants`] lists the seeded bugs of the core and the
+//! The invariants of `docs/spec.md` section 6 are properties named
+//! `INV-1` ... `INV-10` ([`properties`]); `sometimes` properties show the interesting
+//! states are reached; [`meaning`] says what each one means. [`mutants`] lists the seeded bugs of the core and the
 //! invariant each must break. [`run::check`] runs a check and builds a
-//! [`run::Report`]; the `exthost-model` binary wraps it in a command line.
+//! [`run::Report`]; [`run::check_command`] is the `check` command that
+//! both the `exthost-model` binary and `exthost check` (crate `exthost-cli`)
+//! run.
 //!
 //! See `docs/model-checking.md` for the bounds, the measured state counts
 //! and what the model does not cover.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod meaning;
 pub mod model;
 pub mod mutants;
 pub mod properties;

@@ -8,21 +8,22 @@
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use exthost::core::Mutant;
-use exthost_model::mutants::{self, MUTANTS, MutantCase};
-use exthost_model::run::{self, Options, Progress, Stop, Strategy};
-use exthost_model::{Bounds, HostModel};
+use clap::{Parser, Subcommand};
+use exthost_model::HostModel;
+use exthost_model::mutants::MUTANTS;
+use exthost_model::run::{
+    self, BoundsArgs, CheckArgs, Options, Progress, Stop, Strategy, parse_mutant, threads,
+};
 use serde::Serialize;
 use stateright::{Checker, Model};
 
 #[derive(Parser)]
 #[command(
     name = "exthost-model",
-    about = "Model-check the exthost pure core (SPEC section 6) with stateright"
+    about = "Model-check the exthost pure core (docs/spec.md section 6) with stateright"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -59,195 +60,32 @@ enum Command {
     },
 }
 
-#[derive(Args)]
-struct CheckArgs {
-    #[command(flatten)]
-    bounds: BoundsArgs,
-    /// Run the core with this seeded bug (see `mutants`).
-    #[arg(long)]
-    mutant: Option<String>,
-    /// Checker threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Breadth-first search: shortest counterexamples, but memory grows
-    /// with the frontier (the default is depth first).
-    #[arg(long)]
-    bfs: bool,
-    /// Stop paths at this depth (the result is then partial).
-    #[arg(long)]
-    max_depth: Option<usize>,
-    /// Stop at the first counterexample.
-    #[arg(long)]
-    fail_fast: bool,
-    /// Print the report as JSON on stdout (progress goes to stderr).
-    #[arg(long)]
-    json: bool,
-}
-
-/// Bounds of the environment; each overrides the preset (`--ci` or the
-/// default check).
-#[derive(Args)]
-struct BoundsArgs {
-    /// Start from the small bounds `cargo test` uses.
-    #[arg(long)]
-    ci: bool,
-    /// Extensions in total (the last is the manifest extension `m`).
-    #[arg(long)]
-    extensions: Option<usize>,
-    /// Leave the manifest extension out.
-    #[arg(long)]
-    no_manifest: bool,
-    /// Tools one activation may register.
-    #[arg(long)]
-    tools: Option<usize>,
-    /// Hooks one activation may register.
-    #[arg(long)]
-    hooks: Option<usize>,
-    /// Disposers one activation may register.
-    #[arg(long)]
-    disposers: Option<usize>,
-    /// Caller requests (activate, emit) per run; dispose is extra.
-    #[arg(long)]
-    ops: Option<usize>,
-    /// Queued requests a caller may withdraw.
-    #[arg(long)]
-    withdraws: Option<usize>,
-    /// Do not try registrations on closed contexts.
-    #[arg(long)]
-    no_late: bool,
-    /// Activations that hang until cancelled.
-    #[arg(long)]
-    hangs: Option<usize>,
-    /// Refused discovery batches (0 to 2).
-    #[arg(long)]
-    refused: Option<usize>,
-    /// Cleanup steps that may fail within one rollback or shutdown.
-    #[arg(long)]
-    cleanup_failures: Option<usize>,
-    /// Tool names plain extensions register from, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    tool_names: Option<Vec<String>>,
-}
-
-impl BoundsArgs {
-    fn bounds(&self) -> Result<Bounds, String> {
-        let mut b = if self.ci {
-            Bounds::ci()
-        } else {
-            Bounds::default()
-        };
-        let set = |slot: &mut usize, value: Option<usize>| {
-            if let Some(v) = value {
-                *slot = v;
-            }
-        };
-        set(&mut b.extensions, self.extensions);
-        set(&mut b.tools, self.tools);
-        set(&mut b.hooks, self.hooks);
-        set(&mut b.disposers, self.disposers);
-        set(&mut b.ops, self.ops);
-        set(&mut b.withdraws, self.withdraws);
-        set(&mut b.hangs, self.hangs);
-        set(&mut b.refused, self.refused);
-        set(&mut b.cleanup_failures, self.cleanup_failures);
-        if self.no_late {
-            b.late = false;
-        }
-        if self.no_manifest {
-            b.manifest = false;
-        }
-        if let Some(names) = &self.tool_names {
-            b.tool_names = names.clone();
-        }
-        if b.extensions == 0 || b.extensions > 20 {
-            return Err("--extensions must be between 1 and 20".into());
-        }
-        if b.refused > 2 {
-            return Err("--refused must be 0, 1 or 2".into());
-        }
-        if [b.tools, b.hooks, b.disposers, b.ops, b.withdraws, b.hangs]
-            .iter()
-            .any(|&n| n > 200)
-        {
-            return Err("bounds above 200 are not supported".into());
-        }
-        Ok(b)
-    }
-}
-
-fn mutant(name: Option<&str>) -> Result<Option<Mutant>, String> {
-    match name {
-        None => Ok(None),
-        Some(n) => mutants::parse(n).map(Some).ok_or_else(|| {
-            let names: Vec<&str> = MUTANTS.iter().map(|c| c.name).collect();
-            format!("unknown mutant {n:?}; known: {}", names.join(", "))
-        }),
-    }
-}
-
-fn threads(n: Option<usize>) -> usize {
-    n.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-fn progress_printer(to_stderr: bool) -> impl FnMut(Progress) {
+/// Progress for `exthost-model check`: `progress:` lines on stderr when
+/// stderr is not a terminal or `--progress` was given; otherwise one status
+/// line rewritten in place on the terminal. Never on stdout.
+fn progress_printer(always_lines: bool) -> impl FnMut(Progress) {
+    let lines = always_lines || !std::io::stderr().is_terminal();
     move |p: Progress| {
-        let line = format!(
-            "progress: {} states generated, {} unique, depth {}, {:.0} s",
-            p.states, p.unique_states, p.max_depth, p.seconds
-        );
-        if to_stderr {
-            eprintln!("{line}");
+        if lines {
+            eprintln!("{}", run::progress_line(&p));
         } else {
-            println!("{line}");
-            let _ = std::io::stdout().flush();
+            eprint!("\r{}", run::progress_line(&p));
+            let _ = std::io::stderr().flush();
         }
     }
 }
 
 fn check(args: &CheckArgs) -> Result<ExitCode, String> {
-    let bounds = args.bounds.bounds()?;
-    let mut options = Options::new(bounds);
-    options.mutant = mutant(args.mutant.as_deref())?;
-    options.threads = threads(args.threads);
-    options.strategy = if args.bfs {
-        Strategy::Bfs
-    } else {
-        Strategy::Dfs
-    };
-    options.max_depth = args.max_depth;
-    if args.fail_fast {
-        options.stop = Stop::FirstFailure;
+    let mut printer = progress_printer(args.progress);
+    let mut shown = false;
+    let ok = run::check_command(args, &mut std::io::stdout(), &mut |p| {
+        shown = true;
+        printer(p);
+    })?;
+    if shown && !args.progress && std::io::stderr().is_terminal() {
+        eprintln!();
     }
-    if !args.json {
-        println!(
-            "checking the exthost core ({}) with bounds {:?}",
-            options
-                .mutant
-                .map_or("no seeded bug".to_owned(), |m| format!(
-                    "mutant {}",
-                    MutantCase::of(m).name
-                )),
-            options.bounds
-        );
-    }
-    let report = run::check(&options, &mut progress_printer(args.json));
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", run::text(&report));
-        println!(
-            "\n{}",
-            if report.ok() {
-                "every invariant holds and every `sometimes` property was reached"
-            } else {
-                "FAILED: see the verdicts above"
-            }
-        );
-    }
-    Ok(if report.ok() {
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -359,7 +197,7 @@ fn explore(
     port: u16,
     n: Option<usize>,
 ) -> Result<ExitCode, String> {
-    let model = HostModel::with_mutant(bounds.bounds()?, mutant(mutant_name)?);
+    let model = HostModel::with_mutant(bounds.bounds()?, parse_mutant(mutant_name)?);
     println!("serving the explorer on http://127.0.0.1:{port}/ (Ctrl-C stops it)");
     let checker = model
         .checker()

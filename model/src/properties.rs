@@ -1,4 +1,4 @@
-//! The invariants of SPEC section 6 as stateright properties, named
+//! The invariants of docs/spec.md section 6 as stateright properties, named
 //! `INV-1` ... `INV-10`, plus `sometimes` properties that prove the
 //! interesting states are reached (a property never exercised is a defect).
 //!

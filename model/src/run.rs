@@ -323,13 +323,16 @@ pub fn text(report: &Report) -> String {
             .map_or("real (no seeded bug)".into(), |m| format!("mutant {m}"))
     ));
     line(format!(
-        "states generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {:?}){}",
+        "states generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {}){}",
         report.states,
         report.unique_states,
         report.max_depth,
         report.seconds,
         report.threads,
-        report.strategy,
+        match report.strategy {
+            Strategy::Bfs => "breadth first",
+            Strategy::Dfs => "depth first",
+        },
         if report.complete {
             ""
         } else {
@@ -346,6 +349,9 @@ pub fn text(report: &Report) -> String {
             "{mark} {:<10} {:<58} {}{len}",
             v.expectation, v.name, v.result
         ));
+        if let Some(meaning) = crate::meaning::meaning(&v.name) {
+            line(format!("                {meaning}"));
+        }
     }
     for v in report.properties.iter().filter(|v| v.result == "violated") {
         line(String::new());
@@ -378,4 +384,314 @@ pub fn text(report: &Report) -> String {
         }
     }
     out
+}
+
+/// The bounds for people, one `name: value` pair per line, such as
+/// `extensions: 3 (1 manifest)`.
+pub fn bounds_lines(b: &Bounds) -> Vec<(String, String)> {
+    let yes_no = |v: bool| if v { "yes" } else { "no" }.to_owned();
+    vec![
+        (
+            "extensions".into(),
+            format!(
+                "{} ({} manifest)",
+                b.extensions,
+                usize::from(b.manifest && b.extensions > 0)
+            ),
+        ),
+        ("tools per activation".into(), b.tools.to_string()),
+        ("hooks per activation".into(), b.hooks.to_string()),
+        ("disposers per activation".into(), b.disposers.to_string()),
+        (
+            "caller requests".into(),
+            format!("{} (plus dispose)", b.ops),
+        ),
+        ("withdrawn requests".into(), b.withdraws.to_string()),
+        ("late registrations".into(), yes_no(b.late)),
+        ("hung activations".into(), b.hangs.to_string()),
+        ("refused discovery batches".into(), b.refused.to_string()),
+        (
+            "failing cleanup steps per operation".into(),
+            b.cleanup_failures.to_string(),
+        ),
+        ("plain tool names".into(), b.tool_names.join(", ")),
+    ]
+}
+
+/// The bounds as indented text lines (see [`bounds_lines`]).
+pub fn bounds_text(b: &Bounds) -> String {
+    bounds_lines(b)
+        .into_iter()
+        .map(|(k, v)| format!("  {k}: {v}\n"))
+        .collect()
+}
+
+/// The version of the JSON report's schema ([`json`]); it changes only when
+/// a field is removed or changes meaning (documented in
+/// `docs/model-checking.md`).
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// The JSON report of a check: a stable schema, documented in
+/// `docs/model-checking.md`, with each property's one-line meaning.
+pub fn json(report: &Report) -> serde_json::Value {
+    use serde_json::json;
+    let properties: Vec<serde_json::Value> = report
+        .properties
+        .iter()
+        .map(|v| {
+            json!({
+                "name": v.name,
+                "meaning": crate::meaning::meaning(&v.name).unwrap_or(""),
+                "expectation": v.expectation,
+                "result": v.result,
+                "ok": v.ok,
+                "reason": v.reason,
+                "path_len": v.path_len,
+                "counterexample": v.counterexample.as_ref().map(|steps| {
+                    steps.iter().map(|s| json!({
+                        "action": s.action,
+                        "effects": s.effects,
+                        "state": s.state.iter().map(|(k, val)| json!({"name": k, "value": val})).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>()
+                }),
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": JSON_SCHEMA_VERSION,
+        "ok": report.ok(),
+        "mutant": report.mutant,
+        "bounds": report.bounds,
+        "bounds_text": bounds_lines(&report.bounds)
+            .into_iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>(),
+        "search": {
+            "strategy": report.strategy,
+            "threads": report.threads,
+            "complete": report.complete,
+        },
+        "totals": {
+            "states": report.states,
+            "unique_states": report.unique_states,
+            "max_depth": report.max_depth,
+            "seconds": report.seconds,
+        },
+        "properties": properties,
+    })
+}
+
+/// The bounds arguments both command lines (`exthost check` and
+/// `exthost-model check`) take; each overrides the preset (`--ci` or the
+/// default check).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BoundsArgs {
+    /// Start from the small bounds `cargo test` uses (about 25 s).
+    #[arg(long)]
+    pub ci: bool,
+    /// Extensions in total (the last is the manifest extension `m`).
+    #[arg(long)]
+    pub extensions: Option<usize>,
+    /// Leave the manifest extension out.
+    #[arg(long)]
+    pub no_manifest: bool,
+    /// Tools one activation may register.
+    #[arg(long)]
+    pub tools: Option<usize>,
+    /// Hooks one activation may register.
+    #[arg(long)]
+    pub hooks: Option<usize>,
+    /// Disposers one activation may register.
+    #[arg(long)]
+    pub disposers: Option<usize>,
+    /// Caller requests (activate, emit) per run; dispose is extra.
+    #[arg(long)]
+    pub ops: Option<usize>,
+    /// Queued requests a caller may withdraw.
+    #[arg(long)]
+    pub withdraws: Option<usize>,
+    /// Do not try registrations on closed contexts.
+    #[arg(long)]
+    pub no_late: bool,
+    /// Activations that hang until cancelled.
+    #[arg(long)]
+    pub hangs: Option<usize>,
+    /// Refused discovery batches (0 to 2).
+    #[arg(long)]
+    pub refused: Option<usize>,
+    /// Cleanup steps that may fail within one rollback or shutdown.
+    #[arg(long)]
+    pub cleanup_failures: Option<usize>,
+    /// Tool names plain extensions register from, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tool_names: Option<Vec<String>>,
+}
+
+impl BoundsArgs {
+    /// The bounds these arguments describe, or why they are unusable.
+    pub fn bounds(&self) -> Result<Bounds, String> {
+        let mut b = if self.ci {
+            Bounds::ci()
+        } else {
+            Bounds::default()
+        };
+        let set = |slot: &mut usize, value: Option<usize>| {
+            if let Some(v) = value {
+                *slot = v;
+            }
+        };
+        set(&mut b.extensions, self.extensions);
+        set(&mut b.tools, self.tools);
+        set(&mut b.hooks, self.hooks);
+        set(&mut b.disposers, self.disposers);
+        set(&mut b.ops, self.ops);
+        set(&mut b.withdraws, self.withdraws);
+        set(&mut b.hangs, self.hangs);
+        set(&mut b.refused, self.refused);
+        set(&mut b.cleanup_failures, self.cleanup_failures);
+        if self.no_late {
+            b.late = false;
+        }
+        if self.no_manifest {
+            b.manifest = false;
+        }
+        if let Some(names) = &self.tool_names {
+            b.tool_names = names.clone();
+        }
+        if b.extensions == 0 || b.extensions > 20 {
+            return Err("--extensions must be between 1 and 20".into());
+        }
+        if b.refused > 2 {
+            return Err("--refused must be 0, 1 or 2".into());
+        }
+        if [b.tools, b.hooks, b.disposers, b.ops, b.withdraws, b.hangs]
+            .iter()
+            .any(|&n| n > 200)
+        {
+            return Err("bounds above 200 are not supported".into());
+        }
+        Ok(b)
+    }
+}
+
+/// The arguments of `check`, shared by both command lines.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CheckArgs {
+    /// The bounds.
+    #[command(flatten)]
+    pub bounds: BoundsArgs,
+    /// Run the core with this seeded bug (see `exthost-model mutants`).
+    #[arg(long)]
+    pub mutant: Option<String>,
+    /// Checker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Breadth-first search: shortest counterexamples, but memory grows
+    /// with the frontier (the default is depth first).
+    #[arg(long)]
+    pub bfs: bool,
+    /// Stop paths at this depth (the result is then partial).
+    #[arg(long)]
+    pub max_depth: Option<usize>,
+    /// Stop at the first counterexample.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Print the report as JSON on stdout (schema: docs/model-checking.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Print `progress:` lines on stderr even when stderr is a terminal
+    /// (they are printed whenever stderr is not a terminal).
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// The seeded bug a `--mutant` name selects, or why it is unknown.
+pub fn parse_mutant(name: Option<&str>) -> Result<Option<Mutant>, String> {
+    match name {
+        None => Ok(None),
+        Some(n) => crate::mutants::parse(n).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = crate::mutants::MUTANTS.iter().map(|c| c.name).collect();
+            format!("unknown mutant {n:?}; known: {}", names.join(", "))
+        }),
+    }
+}
+
+/// The checker threads to use: `n`, or every core.
+pub fn threads(n: Option<usize>) -> usize {
+    n.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+impl CheckArgs {
+    /// The options these arguments describe, or why they are unusable.
+    pub fn options(&self) -> Result<Options, String> {
+        let mut options = Options::new(self.bounds.bounds()?);
+        options.mutant = parse_mutant(self.mutant.as_deref())?;
+        options.threads = threads(self.threads);
+        options.strategy = if self.bfs {
+            Strategy::Bfs
+        } else {
+            Strategy::Dfs
+        };
+        options.max_depth = self.max_depth;
+        if self.fail_fast {
+            options.stop = Stop::FirstFailure;
+        }
+        Ok(options)
+    }
+}
+
+/// A progress snapshot as the `progress:` line both command lines print on
+/// stderr.
+pub fn progress_line(p: &Progress) -> String {
+    format!(
+        "progress: {} states generated, {} unique, depth {}, {:.0} s",
+        p.states, p.unique_states, p.max_depth, p.seconds
+    )
+}
+
+/// The `check` command of both command lines: runs the check `args`
+/// describe and writes the header and report (text, or JSON with
+/// `--json`) to `out`; progress goes only to `progress`. Returns whether
+/// every property got its expected verdict, or why the arguments are
+/// unusable.
+pub fn check_command(
+    args: &CheckArgs,
+    out: &mut dyn std::io::Write,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<bool, String> {
+    let options = args.options()?;
+    let io = |e: std::io::Error| e.to_string();
+    if !args.json {
+        writeln!(
+            out,
+            "checking the exthost core ({}) within these bounds:\n{}",
+            options
+                .mutant
+                .map_or("no seeded bug".to_owned(), |m| format!(
+                    "mutant {}",
+                    MutantCase::of(m).name
+                )),
+            bounds_text(&options.bounds)
+        )
+        .map_err(io)?;
+        out.flush().map_err(io)?;
+    }
+    let report = check(&options, progress);
+    if args.json {
+        let text = serde_json::to_string_pretty(&json(&report)).map_err(|e| e.to_string())?;
+        writeln!(out, "{text}").map_err(io)?;
+    } else {
+        write!(out, "{}", text(&report)).map_err(io)?;
+        writeln!(
+            out,
+            "\n{}",
+            if report.ok() {
+                "every invariant holds and every `sometimes` property was reached"
+            } else {
+                "FAILED: see the verdicts above"
+            }
+        )
+        .map_err(io)?;
+    }
+    Ok(report.ok())
 }

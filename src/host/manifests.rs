@@ -1,4 +1,4 @@
-//! Manifests in the host (SPEC section 4): discovery from a folder, hook
+//! Manifests in the host (docs/spec.md section 4): discovery from a folder, hook
 //! and eager triggers, dormant tools, and the grant that a declaration
 //! mismatch revokes.
 

@@ -17,7 +17,7 @@
 //! is refused with one diagnostic per problem, in folder order.
 //!
 //! The folder is trusted configuration, not hostile input: this is not the
-//! confined resource loader of SPEC section 2. Still, nothing in it can block
+//! confined resource loader of docs/spec.md section 2. Still, nothing in it can block
 //! the load: a manifest path that is not a regular file is refused before it
 //! is opened, and the open itself adds `O_NONBLOCK | O_NOCTTY`, so a FIFO
 //! swapped in after that type check opens at once instead of waiting for a

@@ -1,4 +1,4 @@
-//! Extension manifests and deferred activation (SPEC section 4).
+//! Extension manifests and deferred activation (docs/spec.md section 4).
 //!
 //! A manifest is a JSON file describing one extension: its id, its runtime,
 //! its permissions, its hook subscriptions, its dependencies and an optional

@@ -48,7 +48,7 @@ impl fmt::Display for IoFailure {
     }
 }
 
-/// Which rule of the path grammar (SPEC R-3) a refused path breaks.
+/// Which rule of the path grammar (docs/spec.md R-3) a refused path breaks.
 ///
 /// Byte offsets count from the start of the path; segment indexes count the
 /// `/`-separated segments from 0.
@@ -174,7 +174,7 @@ pub enum PathInvalidReason {
 }
 
 /// Why a root was refused by [`ResourceLoader::create`](super::ResourceLoader::create)
-/// (SPEC R-1).
+/// (docs/spec.md R-1).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
 #[non_exhaustive]
 pub enum RootInvalidReason {
@@ -199,7 +199,7 @@ pub enum RootInvalidReason {
 }
 
 /// How a root's directory no longer matches the one captured at creation
-/// (SPEC R-5).
+/// (docs/spec.md R-5).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
 #[non_exhaustive]
 pub enum RootChangedReason {
@@ -220,7 +220,7 @@ pub enum RootChangedReason {
     Unresolvable(IoFailure),
 }
 
-/// What a path names instead of a regular file (SPEC R-2, R-6).
+/// What a path names instead of a regular file (docs/spec.md R-2, R-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NotFileKind {
@@ -254,7 +254,7 @@ impl fmt::Display for NotFileKind {
     }
 }
 
-/// How the file changed around the read (SPEC R-7).
+/// How the file changed around the read (docs/spec.md R-7).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
 #[non_exhaustive]
 pub enum ChangeReason {
@@ -296,7 +296,7 @@ impl fmt::Display for IoOperation {
 
 /// Everything the resource loader can refuse, as plain data.
 ///
-/// [`code`](Self::code) returns the stable code of SPEC section 7 (the
+/// [`code`](Self::code) returns the stable code of docs/spec.md section 7 (the
 /// constants of [`crate::error::codes`]). Variants name the root id and the
 /// requested path wherever they are known.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -417,7 +417,7 @@ pub enum ResourceError {
 }
 
 impl ResourceError {
-    /// The stable error code (SPEC section 7).
+    /// The stable error code (docs/spec.md section 7).
     ///
     /// ```
     /// use exthost::validate_resource_path;

@@ -31,7 +31,7 @@ pub struct Resource {
 }
 
 /// Reads UTF-8 text files from ordered trusted roots, confined beneath each
-/// root (SPEC section 2).
+/// root (docs/spec.md section 2).
 ///
 /// Blocking; `Send + Sync`, and `Clone` is cheap (the roots are shared
 /// behind an `Arc`). Callers on an async runtime use `spawn_blocking`.

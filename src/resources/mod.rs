@@ -1,4 +1,4 @@
-//! Trusted-root resource loader (SPEC section 2, rules ).
+//! Trusted-root resource loader (docs/spec.md section 2, rules ).
 //!
 //! A [`ResourceLoader`] reads UTF-8 text files from an ordered list of
 //! trusted [`ResourceRoot`]s. The first root that holds a path answers; a

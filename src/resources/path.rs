@@ -72,7 +72,7 @@ pub(crate) const DEVICE_NAMES: [&str; 33] = [
     "CLOCK$",
 ];
 
-/// Checks a resource path against the grammar of SPEC R-3, without touching
+/// Checks a resource path against the grammar of docs/spec.md R-3, without touching
 /// the filesystem.
 ///
 /// A valid path is 1 to 1,024 bytes of `/`-separated segments, each 1 to 255

@@ -1,4 +1,4 @@
-//! The Windows device names of SPEC R-3, written out independently of the
+//! The Windows device names of docs/spec.md R-3, written out independently of the
 //! implementation's table so the tests are an oracle for it. Shared by the
 //! grammar tests and the path property tests.
 

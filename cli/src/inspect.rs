@@ -1,0 +1,254 @@
+//! `exthost inspect DIR`: what a folder of manifests declares, starting
+//! nothing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use exthost::core::{Binding, Owner, ToolRegistry, ToolSpec};
+use exthost::manifest::{
+    MANIFEST_FILE_NAME, Manifest, ManifestError, Notice, Runtime, Trigger, load_manifest_dir,
+    load_manifest_file,
+};
+use serde_json::{Value, json};
+
+use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
+
+/// Arguments of `exthost inspect`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct InspectArgs {
+    /// The folder of manifests: one `<folder>/extension.json` per extension.
+    dir: PathBuf,
+    /// Print JSON instead of text (schema: docs/cli.md).
+    #[arg(long)]
+    json: bool,
+}
+
+struct Valid {
+    file: PathBuf,
+    manifest: Manifest,
+    notices: Vec<Notice>,
+}
+
+/// The manifests of `dir`: the valid ones and every refusal. When the batch
+/// is refused, each folder whose file was not named by a refusal is loaded
+/// on its own, so the valid ones are still shown.
+fn load(dir: &Path) -> (Vec<Valid>, Vec<ManifestError>) {
+    match load_manifest_dir(dir) {
+        Ok(loaded) => (
+            loaded
+                .into_iter()
+                .map(|l| Valid {
+                    file: l.path,
+                    manifest: l.manifest,
+                    notices: l.notices,
+                })
+                .collect(),
+            Vec::new(),
+        ),
+        Err(batch) => {
+            let errors = batch.into_errors();
+            let refused: Vec<PathBuf> = errors
+                .iter()
+                .filter_map(|e| e.file().map(Path::to_path_buf))
+                .collect();
+            let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path().join(MANIFEST_FILE_NAME))
+                .filter(|f| f.is_file() && !refused.contains(f))
+                .collect();
+            folders.sort();
+            let valid = folders
+                .into_iter()
+                .filter_map(|file| {
+                    load_manifest_file(&file)
+                        .ok()
+                        .map(|(manifest, notices)| Valid {
+                            file,
+                            manifest,
+                            notices,
+                        })
+                })
+                .collect();
+            (valid, errors)
+        }
+    }
+}
+
+fn trigger_json(t: &Trigger) -> Value {
+    match t {
+        Trigger::Eager => json!({"kind": "eager", "names": []}),
+        Trigger::HookEvent { events } => json!({"kind": "hook-event", "names": events}),
+        Trigger::ProviderSelection { providers } => {
+            json!({"kind": "provider-selection", "names": providers})
+        }
+        Trigger::ToolCall { tools } => json!({"kind": "tool-call", "names": tools}),
+        Trigger::UserAction => json!({"kind": "user-action", "names": []}),
+    }
+}
+
+fn trigger_text(t: &Trigger) -> String {
+    match t {
+        Trigger::Eager => "eager (at host start)".into(),
+        Trigger::HookEvent { events } => format!("first hook event ({})", events.join(", ")),
+        Trigger::ProviderSelection { providers } => {
+            format!("provider selection ({})", providers.join(", "))
+        }
+        Trigger::ToolCall { tools } => format!("tool call ({})", tools.join(", ")),
+        Trigger::UserAction => "user action".into(),
+    }
+}
+
+fn runtime_text(r: &Runtime) -> String {
+    match r {
+        Runtime::InProcess => "in-process".into(),
+        Runtime::Process(p) => format!("process ({})", p.command()),
+    }
+}
+
+pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
+    if !args.dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "{} is not a folder of manifests",
+            args.dir.display()
+        )));
+    }
+    let (valid, errors) = load(&args.dir);
+    // API names as the registry assigns them at discovery (M-6): dormant
+    // descriptors in folder order, then declaration order.
+    let mut registry = ToolRegistry::new();
+    for v in &valid {
+        for tool in v.manifest.dormant_tools() {
+            let spec = ToolSpec::new(
+                tool.runtime_name.clone(),
+                tool.description.clone(),
+                tool.schema_digest.to_string(),
+            );
+            let _ = registry.insert(
+                &spec,
+                Owner::Extension(tool.extension_id.clone()),
+                Binding::Dormant,
+            );
+        }
+    }
+    let api = |name: &str| {
+        registry
+            .get(name)
+            .map_or_else(String::new, |e| e.api_name.clone())
+    };
+    let extensions: Vec<Value> = valid
+        .iter()
+        .map(|v| {
+            let m = &v.manifest;
+            json!({
+                "id": m.id(),
+                "file": v.file.display().to_string(),
+                "class": m.classification().as_str(),
+                "runtime": runtime_text(m.runtime()),
+                "earliest_trigger": trigger_json(&m.earliest_trigger()),
+                "hooks": m.hooks(),
+                "tools": m.dormant_tools().iter().map(|t| json!({
+                    "runtime_name": t.runtime_name,
+                    "api_name": api(&t.runtime_name),
+                    "description": t.description,
+                    "schema_digest": t.schema_digest.to_string(),
+                })).collect::<Vec<_>>(),
+                "notices": v.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let invalid: Vec<Value> = errors
+        .iter()
+        .map(|e| {
+            json!({
+                "file": e.file().map(|f| f.display().to_string()),
+                "extension_id": e.extension_id(),
+                "reason": e.reason_code(),
+                "pointer": e.pointer(),
+                "message": e.message(),
+            })
+        })
+        .collect();
+    if args.json {
+        let report = json!({
+            "schema_version": 1,
+            "ok": errors.is_empty(),
+            "directory": args.dir.display().to_string(),
+            "extensions": extensions,
+            "invalid": invalid,
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::failed(e.to_string()))?
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{} valid manifest(s), {} invalid in {} (nothing was started)",
+            valid.len(),
+            errors.len(),
+            args.dir.display()
+        )?;
+        for v in &valid {
+            let m = &v.manifest;
+            writeln!(out, "\n{} ({})", m.id(), v.file.display())?;
+            writeln!(out, "  class: {}", m.classification().as_str())?;
+            writeln!(out, "  runtime: {}", runtime_text(m.runtime()))?;
+            writeln!(
+                out,
+                "  earliest trigger: {}",
+                trigger_text(&m.earliest_trigger())
+            )?;
+            if !m.hooks().is_empty() {
+                writeln!(out, "  hooks: {}", m.hooks().join(", "))?;
+            }
+            let tools = m.dormant_tools();
+            if tools.is_empty() {
+                writeln!(out, "  tools: none declared")?;
+            } else {
+                writeln!(out, "  tools:")?;
+                for t in &tools {
+                    writeln!(
+                        out,
+                        "    {}  api name {}  schema sha256 {}",
+                        t.runtime_name,
+                        api(&t.runtime_name),
+                        t.schema_digest
+                    )?;
+                }
+            }
+            for n in &v.notices {
+                writeln!(out, "  notice: {n}")?;
+            }
+        }
+        for e in &errors {
+            writeln!(
+                out,
+                "\nINVALID {}",
+                e.file().map_or_else(
+                    || args.dir.display().to_string(),
+                    |f| f.display().to_string()
+                )
+            )?;
+            writeln!(out, "  reason: {}", e.reason_code())?;
+            writeln!(
+                out,
+                "  pointer: {}",
+                if e.pointer().is_empty() {
+                    "(the whole document)"
+                } else {
+                    e.pointer()
+                }
+            )?;
+            writeln!(out, "  message: {}", e.message())?;
+        }
+    }
+    Ok(if errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}

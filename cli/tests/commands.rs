@@ -1,0 +1,495 @@
+//! The `exthost` binary, run as a user runs it: each subcommand's output
+//! and exit code.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+fn exthost() -> Command {
+    let mut cmd = Command::cargo_bin("exthost").expect("the exthost binary");
+    cmd.current_dir(repo());
+    cmd
+}
+
+const VALID: &str = "examples/manifests/valid";
+const INVALID: &str = "examples/manifests/invalid";
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in ["check", "explore", "inspect", "call", "resources"] {
+        exthost()
+            .args([sub, "--help"])
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains("Usage: exthost"));
+    }
+}
+
+#[test]
+fn an_unknown_subcommand_or_option_is_bad_usage() {
+    exthost().arg("frobnicate").assert().code(2);
+    exthost()
+        .args(["inspect", VALID, "--no-such-option"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn inspect_lists_classes_triggers_tools_and_notices_without_starting_anything() {
+    exthost()
+        .args(["inspect", VALID])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("3 valid manifest(s), 0 invalid"))
+        .stdout(predicate::str::contains("  class: tool-only"))
+        .stdout(predicate::str::contains("  class: hook-lifecycle"))
+        .stdout(predicate::str::contains("  class: mixed"))
+        .stdout(predicate::str::contains(
+            "earliest trigger: first hook event (session.start)",
+        ))
+        .stdout(predicate::str::contains(
+            "text-tools:word_count  api name text-tools_word_count  schema sha256 ",
+        ))
+        .stdout(predicate::str::contains("notice: retired permission"));
+}
+
+#[test]
+fn inspect_json_has_the_documented_fields() {
+    let out = exthost()
+        .args(["inspect", VALID, "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["ok"], true);
+    let extensions = report["extensions"].as_array().expect("extensions");
+    assert_eq!(extensions.len(), 3);
+    let notes = extensions
+        .iter()
+        .find(|e| e["id"] == "notes")
+        .expect("notes");
+    assert_eq!(notes["class"], "mixed");
+    assert_eq!(notes["earliest_trigger"]["kind"], "hook-event");
+    assert_eq!(notes["tools"][0]["runtime_name"], "notes:add");
+    assert_eq!(notes["tools"][0]["api_name"], "notes_add");
+    assert_eq!(
+        notes["tools"][0]["schema_digest"].as_str().map(str::len),
+        Some(64)
+    );
+    assert_eq!(report["invalid"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn inspect_reports_an_invalid_manifest_with_its_reason_and_pointer_and_exits_1() {
+    exthost()
+        .args(["inspect", INVALID])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "reason: invalid_declared_tool_name",
+        ))
+        .stdout(predicate::str::contains("pointer: /deferred/tools/0/name"));
+}
+
+#[test]
+fn inspect_shows_the_valid_manifests_next_to_an_invalid_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (folder, text) in [
+        (
+            "good",
+            r#"{"id": "good", "runtime": {"kind": "in-process"}}"#,
+        ),
+        ("bad", r#"{"id": "bad", "runtime": {"kind": "teleport"}}"#),
+    ] {
+        std::fs::create_dir(dir.path().join(folder)).expect("mkdir");
+        std::fs::write(dir.path().join(folder).join("extension.json"), text).expect("write");
+    }
+    exthost()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("1 valid manifest(s), 1 invalid"))
+        .stdout(predicate::str::contains("class: legacy-eager"))
+        .stdout(predicate::str::contains("reason: invalid_runtime"));
+}
+
+#[test]
+fn inspect_shows_a_process_manifest_without_spawning_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("git")).expect("mkdir");
+    // The command would fail if it ran: inspect must not run it.
+    std::fs::write(
+        dir.path().join("git/extension.json"),
+        r#"{
+  "id": "git-tools",
+  "runtime": {"kind": "process", "command": "/nonexistent/server", "args": ["--stdio"]},
+  "permissions": ["tools.register"],
+  "deferred": {"tools": [{"name": "status", "description": "Show the status.", "inputSchema": {"type": "object"}}]}
+}"#,
+    )
+    .expect("write");
+    exthost()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "  runtime: process (/nonexistent/server)",
+        ))
+        .stdout(predicate::str::contains(
+            "earliest trigger: tool call (git-tools:status)",
+        ))
+        .stdout(predicate::str::contains(
+            "git-tools:status  api name git-tools_status",
+        ));
+}
+
+#[test]
+fn inspect_of_a_missing_folder_is_bad_input() {
+    exthost()
+        .args(["inspect", "examples/manifests/no-such-folder"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a folder of manifests"));
+}
+
+#[test]
+fn call_starts_only_the_owner_of_the_tool_and_prints_its_result() {
+    exthost()
+        .args([
+            "call",
+            VALID,
+            "text-tools:word_count",
+            "--input",
+            r#"{"text": "one two three"}"#,
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(r#""words": 3"#))
+        .stderr(predicate::str::contains("started: text-tools\n"));
+}
+
+#[test]
+fn call_accepts_the_api_name() {
+    exthost()
+        .args(["call", VALID, "notes_add", "--input", r#"{"text": "milk"}"#])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(r#""count": 1"#))
+        .stderr(predicate::str::contains("called notes:add; started: notes"));
+}
+
+#[test]
+fn a_failing_tool_exits_1_with_its_code() {
+    exthost()
+        .args([
+            "call",
+            VALID,
+            "text-tools:reverse",
+            "--input",
+            r#"{"text": 5}"#,
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("TOOL_FAILED"));
+}
+
+#[test]
+fn bad_input_json_an_unknown_tool_and_an_invalid_folder_exit_2() {
+    exthost()
+        .args(["call", VALID, "text-tools:reverse", "--input", "{"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--input is not JSON"));
+    exthost()
+        .args(["call", VALID, "text-tools:nothing"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("TOOL_NOT_FOUND"));
+    exthost()
+        .args(["call", INVALID, "broken-tools:word_count"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("invalid_declared_tool_name"))
+        .stderr(predicate::str::contains("MANIFEST_INVALID"));
+}
+
+fn roots() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (root, file, text) in [
+        ("project", "notes.md", "project notes\n"),
+        ("user", "notes.md", "user notes\n"),
+        ("user", "only-user.md", "from the user root\n"),
+    ] {
+        std::fs::create_dir_all(dir.path().join(root)).expect("mkdir");
+        std::fs::write(dir.path().join(root).join(file), text).expect("write");
+    }
+    dir
+}
+
+#[test]
+fn resources_answers_from_the_first_root_that_holds_the_path() {
+    let dir = roots();
+    exthost()
+        .current_dir(dir.path())
+        .args(["resources", "project", "user", "--", "notes.md"])
+        .assert()
+        .code(0)
+        .stdout("root: project\nproject notes\n");
+    exthost()
+        .current_dir(dir.path())
+        .args([
+            "resources",
+            "--quiet",
+            "project",
+            "mine=user",
+            "--",
+            "only-user.md",
+        ])
+        .assert()
+        .code(0)
+        .stdout("mine\n");
+}
+
+#[test]
+fn resources_not_found_exits_1_and_a_bad_path_or_root_exits_2() {
+    let dir = roots();
+    exthost()
+        .current_dir(dir.path())
+        .args(["resources", "project", "user", "--", "absent.md"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "absent.md is in none of the roots (project, user)",
+        ));
+    exthost()
+        .current_dir(dir.path())
+        .args(["resources", "project", "--", "../user/notes.md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("RESOURCE_PATH_INVALID"));
+    exthost()
+        .current_dir(dir.path())
+        .args(["resources", "project", "x=missing", "--", "notes.md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("RESOURCE_ROOT_INVALID"));
+}
+
+#[cfg(unix)]
+#[test]
+fn resources_a_symlink_escaping_its_root_fails_closed_with_exit_1() {
+    let dir = roots();
+    std::os::unix::fs::symlink("../user/notes.md", dir.path().join("project/escape.md"))
+        .expect("symlink");
+    exthost()
+        .current_dir(dir.path())
+        .args(["resources", "project", "user", "--", "escape.md"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("RESOURCE_PATH_ESCAPE"));
+}
+
+/// Small bounds, a partial search: fast in a debug build.
+const SMALL: [&str; 3] = ["--ci", "--max-depth", "4"];
+
+#[test]
+fn check_prints_readable_bounds_and_each_property_with_its_meaning() {
+    exthost()
+        .arg("check")
+        .args(SMALL)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("  extensions: 3 (1 manifest)\n"))
+        .stdout(predicate::str::contains("Bounds {").not())
+        .stdout(predicate::str::contains("progress:").not())
+        .stdout(predicate::str::contains(
+            "                atomic publication: live tools and hooks",
+        ))
+        .stdout(predicate::str::contains("[partial search]"));
+}
+
+#[test]
+fn check_json_follows_the_documented_schema() {
+    let out = exthost()
+        .arg("check")
+        .args(SMALL)
+        .arg("--json")
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["mutant"], Value::Null);
+    assert_eq!(r["bounds"]["extensions"], 3);
+    assert_eq!(r["bounds_text"][0], "extensions: 3 (1 manifest)");
+    assert_eq!(r["search"]["strategy"], "dfs");
+    assert_eq!(r["search"]["complete"], false);
+    for key in ["states", "unique_states", "max_depth", "seconds"] {
+        assert!(r["totals"][key].is_number(), "totals.{key}");
+    }
+    let properties = r["properties"].as_array().expect("properties");
+    let names: Vec<&str> = properties
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for inv in exthost_model::properties::INVARIANTS {
+        assert!(names.contains(&inv), "{inv} is in the report");
+    }
+    for p in properties {
+        assert!(p["meaning"].as_str().is_some_and(|m| !m.is_empty()), "{p}");
+        assert!(
+            ["always", "eventually", "sometimes"]
+                .contains(&p["expectation"].as_str().unwrap_or(""))
+        );
+        assert!(
+            ["holds", "violated", "reached", "not reached"]
+                .contains(&p["result"].as_str().unwrap_or(""))
+        );
+        assert!(p["ok"].is_boolean());
+        assert!(p.get("reason").is_some() && p.get("path_len").is_some());
+        assert!(p["counterexample"].is_null());
+    }
+}
+
+#[test]
+fn check_with_a_seeded_bug_exits_1_with_a_counterexample() {
+    let args = [
+        "check",
+        "--ci",
+        "--extensions",
+        "1",
+        "--no-manifest",
+        "--ops",
+        "1",
+        "--hooks",
+        "0",
+        "--tools",
+        "0",
+        "--refused",
+        "0",
+        "--hangs",
+        "0",
+        "--withdraws",
+        "0",
+        "--no-late",
+        "--bfs",
+        "--fail-fast",
+        "--mutant",
+        "ForwardRollback",
+    ];
+    exthost()
+        .args(args)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("INV-2 violated:"))
+        .stdout(predicate::str::contains("counterexample,"))
+        .stdout(predicate::str::contains("FAILED: see the verdicts above"));
+    let out = exthost()
+        .args(args)
+        .arg("--json")
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["mutant"], "ForwardRollback");
+    let inv2 = r["properties"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "INV-2"))
+        .expect("INV-2");
+    assert_eq!(inv2["result"], "violated");
+    let steps = inv2["counterexample"].as_array().expect("steps");
+    assert_eq!(Some(steps.len() as u64), inv2["path_len"].as_u64());
+    assert!(steps[0]["action"].is_string());
+    assert!(steps[0]["effects"].is_array());
+    assert!(steps[0]["state"][0]["name"].is_string());
+}
+
+#[test]
+fn check_refuses_bad_bounds_and_unknown_mutants_as_bad_usage() {
+    exthost()
+        .args(["check", "--extensions", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--extensions must be between 1 and 20",
+        ));
+    exthost()
+        .args(["check", "--ci", "--mutant", "NoSuchBug"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown mutant"));
+}
+
+#[test]
+fn explore_serves_the_explorer_on_loopback() {
+    let exe = assert_cmd::cargo::cargo_bin("exthost");
+    let mut child = StdCommand::new(exe)
+        .args(["explore", "--port", "0", "--threads", "1"])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn exthost explore");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the first line");
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .map(str::to_owned);
+    let answer = address.as_deref().map(|address| {
+        // The server binds just after the address is printed: retry a
+        // refused connection a bounded number of times.
+        let mut stream = (0..200)
+            .find_map(|_| {
+                TcpStream::connect(address).ok().or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    None
+                })
+            })
+            .expect("connect to the explorer");
+        write!(
+            stream,
+            "GET /.status HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("read");
+        answer
+    });
+    child.kill().expect("kill the explorer");
+    child.wait().expect("reap the explorer");
+    assert!(
+        line.starts_with("serving the explorer on http://127.0.0.1:"),
+        "{line}"
+    );
+    let answer = answer.expect("an address was printed");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("INV-1"), "{answer}");
+}

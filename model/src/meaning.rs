@@ -1,0 +1,179 @@
+//! What each property means, in one line: the single table the command
+//! lines print next to each verdict and put in their JSON report.
+//!
+//! Every property [`properties::all`](crate::properties::all) can return
+//! must have a row here (a unit test walks the model under every preset and
+//! every seeded bug's bounds). A new property gets its meaning here, in the
+//! same change.
+
+/// `(property name, one-line meaning)`, in the order the model lists them.
+pub const MEANINGS: &[(&str, &str)] = &[
+    (
+        "INV-1",
+        "atomic publication: live tools and hooks are exactly the base tools plus what active extensions committed (and dormant declarations)",
+    ),
+    (
+        "INV-2",
+        "rollback completeness: a failed activation ran each acquired disposer once, in reverse, then the instance dispose",
+    ),
+    (
+        "INV-3",
+        "reverse disposal: shutdown attempts every cleanup step once, in reverse order, and aggregates exactly the failures",
+    ),
+    (
+        "INV-4",
+        "serialization: at most one queued operation runs at a time, and they start in call order",
+    ),
+    (
+        "INV-5",
+        "closed context: a registration after its activation settled changes nothing",
+    ),
+    (
+        "INV-6",
+        "discovery: a refused batch changes nothing and no factory runs outside its own activation",
+    ),
+    (
+        "INV-7",
+        "status: only the lifecycle transitions of H-1 occur",
+    ),
+    (
+        "INV-8",
+        "hook isolation: each emit calls every live hook exactly once, in order, whatever earlier hooks did",
+    ),
+    (
+        "INV-9",
+        "liveness: every operation eventually settles and shutdown completes",
+    ),
+    (
+        "INV-10",
+        "registry: live tool names and API names are unique and map back to each other",
+    ),
+    (
+        "protocol",
+        "the model's own consistency: the core accepted every input the environment chose",
+    ),
+    (
+        "an activation rolled back with a failing disposer",
+        "reached: a rollback in which a disposer failed",
+    ),
+    (
+        "a shutdown aggregating two failures",
+        "reached: a shutdown whose aggregate holds two or more failed steps",
+    ),
+    (
+        "a hook failing while a later hook still runs",
+        "reached: a failing hook followed by a hook that still ran",
+    ),
+    (
+        "a tool clash rejected",
+        "reached: an activation refused because a tool name was already taken",
+    ),
+    (
+        "a retry after failure that succeeds",
+        "reached: a failed extension activated again, successfully",
+    ),
+    (
+        "a dispose that cancelled a pending activation",
+        "reached: shutdown cancelled an activation in progress, which rolled back",
+    ),
+    (
+        "a factory failure rolled back",
+        "reached: a factory error handled as a failed activation",
+    ),
+    (
+        "an activate of an unknown id",
+        "reached: activate of an id never discovered (EXTENSION_NOT_FOUND)",
+    ),
+    (
+        "an activate of an active extension",
+        "reached: activate of an active extension, which succeeds without effect",
+    ),
+    (
+        "an activation cancelled before its start",
+        "reached: a queued activation cancelled by shutdown before it began",
+    ),
+    (
+        "a late registration refused",
+        "reached: a registration through a closed context, refused",
+    ),
+    (
+        "a hung activation released by its cancellation",
+        "reached: an activation that never settled on its own, ended by its cancellation signal",
+    ),
+    (
+        "a queued request withdrawn",
+        "reached: a caller dropped its request before its turn",
+    ),
+    (
+        "a discovery batch refused",
+        "reached: a discovery batch refused as a whole",
+    ),
+    (
+        "a manifest extension active (dormant descriptor replaced)",
+        "reached: a manifest extension's commit replaced its dormant tool by the live one",
+    ),
+    (
+        "a declaration mismatch refused (M-5)",
+        "reached: an activation refused because its tools differ from its declarations",
+    ),
+    (
+        "a plain extension's `ext:tool` name refused (H-4)",
+        "reached: a plain extension's namespaced tool name refused",
+    ),
+    (
+        "an API name suffixed on collision",
+        "reached: two runtime names with one API name, the later one suffixed",
+    ),
+];
+
+/// The one-line meaning of a property, by name.
+pub fn meaning(name: &str) -> Option<&'static str> {
+    MEANINGS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{MEANINGS, meaning};
+    use crate::mutants::MUTANTS;
+    use crate::scenario::Bounds;
+    use crate::{HostModel, properties};
+
+    #[test]
+    fn every_property_the_model_returns_has_a_meaning() {
+        let mut presets = vec![Bounds::default(), Bounds::ci(), Bounds::ci_names()];
+        presets.extend(MUTANTS.iter().map(|c| c.bounds()));
+        presets.push(Bounds {
+            manifest: false,
+            late: false,
+            hangs: 0,
+            withdraws: 0,
+            refused: 0,
+            ..Bounds::ci()
+        });
+        let mut seen = BTreeSet::new();
+        for bounds in presets {
+            let model = HostModel::new(bounds);
+            for p in properties::all(&model) {
+                assert!(
+                    meaning(p.name).is_some(),
+                    "property {:?} has no meaning in model/src/meaning.rs",
+                    p.name
+                );
+                seen.insert(p.name);
+            }
+        }
+        assert!(seen.contains("INV-1") && seen.contains("protocol"));
+    }
+
+    #[test]
+    fn meanings_are_unique_one_line_and_not_empty() {
+        let names: BTreeSet<&str> = MEANINGS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names.len(), MEANINGS.len(), "a property is listed twice");
+        for (name, text) in MEANINGS {
+            assert!(!text.trim().is_empty(), "{name} has an empty meaning");
+            assert!(!text.contains('\n'), "{name}'s meaning is not one line");
+        }
+    }
+}
