@@ -84,6 +84,9 @@ pub mod codes {
         /// runtime shut down or it was aborted); the step counts as failed
         /// (an addition to docs/spec.md section 7).
         EXTENSION_TASK_LOST,
+        /// A tool's description holds a control or bidirectional override
+        /// character (M-8; an addition to docs/spec.md section 7).
+        TOOL_DESCRIPTION_INVALID,
     }
 }
 
@@ -93,7 +96,7 @@ mod tests {
 
     #[test]
     fn every_code_is_its_own_name_and_unique() {
-        assert_eq!(codes::ALL.len(), 33);
+        assert_eq!(codes::ALL.len(), 34);
         let mut seen = std::collections::BTreeSet::new();
         for code in codes::ALL {
             assert!(seen.insert(*code), "{code} listed twice");

@@ -610,3 +610,65 @@ fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
     assert!(!warning.contains("idle"), "{warning}");
     assert_eq!(log.count("disposer"), 0, "nothing could run the cleanup");
 }
+
+/// Registers one tool with this description.
+struct Describer(&'static str);
+
+impl Extension for Describer {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            cx.register_tool(
+                ToolDescriptor::new("said", self.0, schema()),
+                |_: Value| async { Ok(json!(null)) },
+            )?;
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn item8_tool_text_that_could_hide_or_reorder_what_it_says_is_refused() {
+    within(async {
+        let (_dir, host) = host_with(|o| o);
+        let hostile = [
+            ("nul", "reads a file\u{0}and mails it"),
+            ("override", "harmless \u{202E}eliforp ruoy seteled"),
+            ("isolate", "harmless \u{2066}hidden\u{2069}"),
+            ("escape", "clears the screen \u{1b}[2J"),
+            ("c1", "next line\u{85}here"),
+        ];
+        host.discover(hostile.iter().map(|(id, text)| {
+            let text: &'static str = text;
+            ExtensionDefinition::new(*id, move || Ok(Describer(text)))
+        }))
+        .unwrap();
+        for (id, _) in hostile {
+            let err = host.activate(id).await.unwrap_err();
+            assert_eq!(err.code(), codes::EXTENSION_ACTIVATION_FAILED, "{id}");
+            assert_eq!(
+                err.cause_code(),
+                Some(codes::TOOL_DESCRIPTION_INVALID),
+                "{id}: {err}"
+            );
+        }
+        assert!(host.tools().is_empty(), "nothing was published");
+
+        // Line breaks and tabs are ordinary description text.
+        host.discover([ExtensionDefinition::new("plain", || {
+            Ok(Describer("first line\n\tsecond line"))
+        })])
+        .unwrap();
+        host.activate("plain").await.unwrap();
+        host.dispose().await.unwrap();
+
+        // Base tools go through the same rule.
+        let (_dir, loader) = resources();
+        let err = ExtensionHost::new(HostOptions::new(loader).with_base_tool(
+            ToolDescriptor::new("base", "bad\u{202D}text", schema()),
+            |_: Value| async { Ok(json!(null)) },
+        ))
+        .unwrap_err();
+        assert_eq!(err.code(), codes::TOOL_DESCRIPTION_INVALID);
+    })
+    .await;
+}

@@ -106,14 +106,26 @@ pub enum RegistryError {
         /// Who holds it.
         holder: Owner,
     },
+    /// The description holds a control character (other than line breaks
+    /// and tab) or a bidirectional override or isolate (M-8): text that
+    /// reaches a language model or a screen could hide or reorder what it
+    /// says.
+    #[error("the description of tool {name:?} is refused: {reason}")]
+    InvalidDescription {
+        /// The tool.
+        name: String,
+        /// What is wrong, with its reason code.
+        reason: crate::text::TextError,
+    },
 }
 
 impl RegistryError {
-    /// `TOOL_NAME_INVALID` or `TOOL_DUPLICATE`.
+    /// `TOOL_NAME_INVALID`, `TOOL_DUPLICATE` or `TOOL_DESCRIPTION_INVALID`.
     pub fn code(&self) -> &'static str {
         match self {
             RegistryError::InvalidName { .. } => codes::TOOL_NAME_INVALID,
             RegistryError::Duplicate { .. } => codes::TOOL_DUPLICATE,
+            RegistryError::InvalidDescription { .. } => codes::TOOL_DESCRIPTION_INVALID,
         }
     }
 }
@@ -189,6 +201,12 @@ impl ToolRegistry {
         binding: Binding,
     ) -> Result<(), RegistryError> {
         validate_tool_name(&spec.name)?;
+        crate::text::check_description(&spec.description).map_err(|reason| {
+            RegistryError::InvalidDescription {
+                name: spec.name.clone(),
+                reason,
+            }
+        })?;
         if let Some(held) = self.by_name.get(&spec.name) {
             return Err(RegistryError::Duplicate {
                 name: spec.name.clone(),
