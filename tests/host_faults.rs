@@ -120,10 +120,8 @@ impl Plan {
                 1 => ToolKind::Bomb,
                 _ => ToolKind::Answers,
             },
-            factory: match Fault::draw(rng, 10) {
-                // A factory is synchronous: it fails, panics or blocks.
-                f => f,
-            },
+            // A factory is synchronous: it fails, panics or blocks.
+            factory: Fault::draw(rng, 10),
             activate: Fault::draw(rng, 20),
             hook: Fault::draw(rng, 20),
             disposer: Fault::draw(rng, 20),
