@@ -40,8 +40,16 @@ pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
 pub(crate) fn catch_sync<T>(f: impl FnOnce() -> Result<T, ExtensionError>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(Failure::error(e.message())),
+        Ok(Err(e)) => Err(failure_of(&e)),
         Err(payload) => Err(Failure::panic(panic_message(payload))),
+    }
+}
+
+/// An extension's error as a [`Failure`], keeping its code when it has one.
+fn failure_of(e: &ExtensionError) -> Failure {
+    match e.code() {
+        Some(code) => Failure::coded(code, e.message()),
+        None => Failure::error(e.message()),
     }
 }
 
@@ -64,7 +72,7 @@ impl<T> Future for CatchUnwind<'_, T> {
         match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(Ok(value))) => Poll::Ready(Ok(value)),
-            Ok(Poll::Ready(Err(e))) => Poll::Ready(Err(Failure::error(e.message()))),
+            Ok(Poll::Ready(Err(e))) => Poll::Ready(Err(failure_of(&e))),
             Err(payload) => Poll::Ready(Err(Failure::panic(panic_message(payload)))),
         }
     }

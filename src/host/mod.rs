@@ -980,5 +980,6 @@ async fn call_handler(
             name: name.to_owned(),
             message: f.message,
             panicked: f.panicked,
+            code: f.code,
         })
 }
