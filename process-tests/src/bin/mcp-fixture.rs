@@ -21,39 +21,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-fn tool(name: &str, description: &str, schema: Value) -> Value {
-    json!({"name": name, "description": description, "inputSchema": schema})
-}
-
-fn tools(changed: Option<bool>) -> Vec<Value> {
-    let object = json!({"type": "object"});
-    let mut list = vec![
-        tool(
-            "echo",
-            "Echoes its message.",
-            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
-        ),
-        tool(
-            "add",
-            "Adds two numbers.",
-            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
-        ),
-        tool("env", "Lists the environment it sees.", object.clone()),
-        tool("events", "Lists the exthost/event notifications received.", object.clone()),
-        tool("crash", "Exits without answering.", object.clone()),
-        tool("hang", "Never answers.", object.clone()),
-        tool("grandchild", "Starts a grandchild and returns its pid.", object.clone()),
-        tool(
-            "change",
-            "Announces a changed tool list; valid=true keeps the same set.",
-            json!({"type": "object", "properties": {"valid": {"type": "boolean"}}}),
-        ),
-    ];
-    if changed == Some(false) {
-        list.push(tool("extra", "A tool added after activation.", object));
-    }
-    list
-}
+use exthost_process_tests::tools;
 
 fn text_result(text: impl Into<String>, structured: Option<Value>) -> Value {
     let mut result = json!({"content": [{"type": "text", "text": text.into()}], "isError": false});
@@ -84,7 +52,10 @@ impl Server {
     }
 
     fn handle(&mut self, out: &mut impl Write, message: Value) {
-        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let id = message.get("id").cloned();
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = id else {
@@ -134,11 +105,19 @@ impl Server {
                 }
             }
             "tools/call" => {
-                let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 match name {
                     "echo" => text_result(
-                        format!("Echo: {}", args.get("message").and_then(Value::as_str).unwrap_or_default()),
+                        format!(
+                            "Echo: {}",
+                            args.get("message")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                        ),
                         None,
                     ),
                     "add" => {
@@ -147,9 +126,13 @@ impl Server {
                         text_result(format!("{}", a + b), Some(json!({"sum": a + b})))
                     }
                     "env" => {
-                        let env: serde_json::Map<String, Value> =
-                            std::env::vars().map(|(k, v)| (k, Value::String(v))).collect();
-                        text_result(Value::Object(env.clone()).to_string(), Some(Value::Object(env)))
+                        let env: serde_json::Map<String, Value> = std::env::vars()
+                            .map(|(k, v)| (k, Value::String(v)))
+                            .collect();
+                        text_result(
+                            Value::Object(env.clone()).to_string(),
+                            Some(Value::Object(env)),
+                        )
                     }
                     "events" => text_result(
                         Value::Array(self.events.clone()).to_string(),
@@ -165,13 +148,16 @@ impl Server {
                                 self.children.push(child);
                                 text_result(pid.to_string(), Some(json!({"pid": pid})))
                             }
-                            Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
+                            Err(e) => {
+                                json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true})
+                            }
                         }
                     }
                     "change" => {
                         let valid = args.get("valid").and_then(Value::as_bool).unwrap_or(true);
                         self.changed = Some(valid);
-                        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                        let note =
+                            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
                         self.send(out, &note);
                         text_result("announced", None)
                     }
@@ -193,7 +179,9 @@ impl Server {
 }
 
 fn main() {
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "normal".to_owned());
+    let mode = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "normal".to_owned());
     if mode == "sleeper" {
         std::thread::sleep(Duration::from_secs(600));
         return;
