@@ -37,21 +37,59 @@ pub(crate) fn signal_group(pgid: u32, signal: GroupSignal) -> std::io::Result<()
     }
 }
 
-/// True while any process (zombies included) is in group `pgid`.
+/// True while a process that is not a zombie is in group `pgid`. A zombie
+/// whose parent is gone waits for init to reap it; it runs no code, so it
+/// does not keep the group alive (on Linux, `/proc` tells them apart).
 pub(crate) fn group_alive(pgid: u32) -> bool {
     #[cfg(unix)]
     {
         use rustix::process::{Pid, test_kill_process_group};
-        i32::try_from(pgid)
+        let any = i32::try_from(pgid)
             .ok()
             .and_then(Pid::from_raw)
-            .is_some_and(|pid| test_kill_process_group(pid).is_ok())
+            .is_some_and(|pid| test_kill_process_group(pid).is_ok());
+        if !any {
+            return false;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(live) = live_member_in_proc(pgid) {
+            return live;
+        }
+        true
     }
     #[cfg(not(unix))]
     {
         let _ = pgid;
         false
     }
+}
+
+/// `Some(true)` when `/proc` lists a non-zombie process of group `pgid`,
+/// `None` when `/proc` cannot be read.
+#[cfg(target_os = "linux")]
+fn live_member_in_proc(pgid: u32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, so
+        // parse after its last ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+        if pgrp == Some(pgid) && state != Some("Z") {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// How a shutdown ended.
@@ -86,7 +124,7 @@ async fn wait_gone(guard: &mut ChildGuard, grace: Duration) -> bool {
         if tokio::time::Instant::now() >= deadline {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
