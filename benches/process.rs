@@ -77,7 +77,11 @@ impl Direct {
         direct.request(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}
         }}));
-        writeln!(direct.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        writeln!(
+            direct.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
         direct
     }
 
@@ -125,7 +129,9 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     rt.block_on(host.activate("fx")).unwrap();
     let input = json!({"message": "bench"});
-    let check = rt.block_on(host.call_tool("fx:echo", input.clone())).unwrap();
+    let check = rt
+        .block_on(host.call_tool("fx:echo", input.clone()))
+        .unwrap();
     assert_eq!(check["content"][0]["text"], "Echo: bench");
 
     let mut direct = Direct::start(&fixture);
@@ -133,7 +139,12 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("process_tools_call");
     group.bench_function("through_host", |b| {
-        b.iter(|| black_box(rt.block_on(host.call_tool("fx:echo", input.clone())).unwrap()))
+        b.iter(|| {
+            black_box(
+                rt.block_on(host.call_tool("fx:echo", input.clone()))
+                    .unwrap(),
+            )
+        })
     });
     group.bench_function("direct_line_client", |b| {
         b.iter(|| black_box(direct.call()))

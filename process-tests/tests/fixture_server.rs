@@ -115,6 +115,9 @@ async fn a_child_that_crashes_after_activation_fails_its_tools_with_process_exit
         "{again}"
     );
     let pid = monitor.pid().unwrap();
+    // The dead child is reaped while still active: no zombie waits for
+    // disposal.
+    within(eventually(|| proc_stat(pid).is_none())).await;
     within(w.host.dispose()).await.unwrap();
     assert_gone(pid);
 }

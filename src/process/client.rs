@@ -77,6 +77,42 @@ impl Session {
         }
     }
 
+    /// Once the session has ended on its own (the child crashed or broke
+    /// the protocol), reaps the child as soon as it has exited, so a dead
+    /// child is no zombie even before disposal. Disposal still signals the
+    /// rest of its group.
+    pub(crate) fn reap_when_ended(self: &std::sync::Arc<Self>) {
+        let session = std::sync::Arc::downgrade(self);
+        let (fault, stop) = (self.fault.clone(), self.stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = fault.wait() => {}
+            }
+            loop {
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                if stop.is_cancelled() {
+                    return;
+                }
+                if let Some(guard) = session.child.lock().await.as_mut() {
+                    if guard.reaped {
+                        return;
+                    }
+                    if let Ok(Some(_)) = guard.child.try_wait() {
+                        guard.reaped = true;
+                        return;
+                    }
+                } else {
+                    return;
+                }
+                drop(session);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+    }
+
     /// Keeps the rmcp service once the handshake is done.
     pub(crate) fn attach(&self, service: RunningService<RoleClient, Handler>) {
         if let Ok(mut peer) = self.peer.lock() {

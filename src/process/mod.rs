@@ -228,6 +228,7 @@ impl ProcessExtension {
             }
         };
         session.attach(service);
+        session.reap_when_ended();
 
         for tool in &tools {
             let descriptor = ToolDescriptor::new(
@@ -318,5 +319,61 @@ async fn forward_event(
 impl Extension for ProcessExtension {
     fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
         Box::pin(self.start(cx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_come_from_the_manifest_or_the_defaults() {
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv","startupTimeoutMs":1500,"callTimeoutMs":250}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        let d = Deadlines::of(runtime);
+        assert_eq!(d.startup, Duration::from_millis(1500));
+        assert_eq!(d.call, Some(Duration::from_millis(250)));
+        assert_eq!(d.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv"}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        assert_eq!(
+            Deadlines::of(runtime),
+            Deadlines {
+                startup: DEFAULT_STARTUP_TIMEOUT,
+                call: None,
+                shutdown_grace: DEFAULT_SHUTDOWN_GRACE
+            }
+        );
+    }
+
+    #[test]
+    fn the_child_environment_is_the_allow_list_only() {
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv","env":["PATH","EXTHOST_SURELY_UNSET_VARIABLE"]}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        let env = child_environment(runtime);
+        for (name, _) in &env {
+            assert!(
+                BASE_ENV_ALLOW_LIST.contains(&name.as_str()),
+                "{name} is not allowed"
+            );
+        }
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "PATH listed once");
     }
 }

@@ -114,8 +114,12 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         if let (Some(pid), false) = (self.pid, self.done) {
-            // The leader may be gone while its group lives on.
-            let _ = super::shutdown::signal_group(pid, super::shutdown::GroupSignal::Kill);
+            // The leader may be gone while its group lives on. Once the
+            // leader is reaped, the group id stays reserved only while a
+            // member lives: check first, so a reused id is never signalled.
+            if !self.reaped || super::shutdown::group_alive(pid) {
+                let _ = super::shutdown::signal_group(pid, super::shutdown::GroupSignal::Kill);
+            }
         }
     }
 }

@@ -18,9 +18,10 @@ use super::error::{ProcessFault, quote_prefix};
 /// The longest line accepted from a child, newline excluded (P-3).
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
-/// The first fault of a session; later ones are ignored.
+/// The first fault of a session; later ones are ignored. Setting it
+/// wakes [`FaultCell::wait`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FaultCell(Arc<Mutex<Option<ProcessFault>>>);
+pub(crate) struct FaultCell(Arc<Mutex<Option<ProcessFault>>>, Arc<tokio::sync::Notify>);
 
 impl FaultCell {
     pub(crate) fn set(&self, fault: ProcessFault) {
@@ -28,6 +29,14 @@ impl FaultCell {
             && slot.is_none()
         {
             *slot = Some(fault);
+            self.1.notify_one();
+        }
+    }
+
+    /// Resolves once a fault is recorded.
+    pub(crate) async fn wait(&self) {
+        if self.get().is_none() {
+            self.1.notified().await;
         }
     }
 
@@ -206,5 +215,37 @@ impl Transport<RoleClient> for StdioTransport {
             let _ = stdin.shutdown().await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_json_rpc_messages_pass_and_unknown_notifications_are_skipped() {
+        let code = |line: &[u8]| StdioTransport::parse(line).err().map(|f| f.code());
+        assert_eq!(code(b"not json"), Some("EXTENSION_PROTOCOL_ERROR"));
+        assert_eq!(code(b"[1,2]"), Some("EXTENSION_PROTOCOL_ERROR"));
+        assert_eq!(
+            code(br#"{"id":1,"result":{}}"#),
+            Some("EXTENSION_PROTOCOL_ERROR")
+        );
+        assert!(matches!(
+            StdioTransport::parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Ok(Some(_))
+        ));
+        assert!(
+            StdioTransport::parse(br#"{"jsonrpc":"2.0","method":"vendor/thing","params":7}"#)
+                .is_ok(),
+            "a notification is never a fault"
+        );
+    }
+
+    #[test]
+    fn a_protocol_fault_quotes_a_bounded_prefix() {
+        let line = vec![b'z'; 5000];
+        let fault = StdioTransport::parse(&line).unwrap_err();
+        assert!(fault.message().len() < 400, "{}", fault.message());
     }
 }
