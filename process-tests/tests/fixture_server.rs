@@ -127,7 +127,7 @@ async fn a_hung_call_fails_at_its_deadline_and_the_session_lives_on() {
     let w = world();
     w.write(
         "fx",
-        &fixture_manifest("fx", "normal", json!({"callTimeoutMs": 300})),
+        &fixture_manifest("fx", "normal", json!({"callTimeoutMs": 2000})),
     );
     let (_, monitor) = w.discover("fx");
     within(w.host.activate("fx")).await.unwrap();
@@ -164,7 +164,7 @@ async fn a_grandchild_that_outlives_its_parent_is_gone_after_dispose() {
     let w = world();
     w.write(
         "fx",
-        &fixture_manifest("fx", "normal", json!({"shutdownTimeoutMs": 500})),
+        &fixture_manifest("fx", "normal", json!({"shutdownTimeoutMs": 1500})),
     );
     let (_, monitor) = w.discover("fx");
     within(w.host.activate("fx")).await.unwrap();
