@@ -129,3 +129,24 @@ async fn a_flood_on_stderr_is_kept_bounded_and_never_blocks_the_child() {
     within(w.host.dispose()).await.unwrap();
     assert_gone(pid);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispose_during_a_hanging_handshake_cancels_it_and_stops_the_child() {
+    let w = world();
+    let manifest = fixture_manifest(
+        "fx",
+        "hang-on-init",
+        json!({"startupTimeoutMs": 60000, "shutdownTimeoutMs": 300}),
+    );
+    w.write("fx", &manifest);
+    let (_, monitor) = w.discover("fx");
+    let host = w.host.clone();
+    let activation = tokio::spawn(async move { host.activate("fx").await });
+    within(eventually(|| monitor.pid().is_some())).await;
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    let err = within(activation).await.unwrap().unwrap_err();
+    assert_eq!(err.code(), "EXTENSION_ACTIVATION_CANCELLED", "{err}");
+    assert!(w.host.tools().is_empty());
+    assert_gone(pid);
+}
