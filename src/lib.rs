@@ -114,6 +114,8 @@ pub mod error;
 pub mod host;
 pub mod id;
 pub mod manifest;
+#[cfg(all(feature = "process", not(exthost_loom)))]
+pub mod process;
 pub mod publication;
 pub mod queue;
 pub mod resources;

@@ -189,6 +189,11 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             m(&|v| v["runtime"]["env"][1] = json!("1HOME")),
         ),
         (
+            "invalid_runtime_timeout",
+            "/runtime/startupTimeoutMs",
+            m(&|v| v["runtime"]["startupTimeoutMs"] = json!(0)),
+        ),
+        (
             "unknown_permission",
             "/permissions/1",
             m(&|v| v["permissions"][1] = json!("providers.write")),

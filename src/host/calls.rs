@@ -206,5 +206,6 @@ fn tool_failed(name: &str, f: Failure) -> HostError {
         name: name.to_owned(),
         message: f.message,
         panicked: f.panicked,
+        code: f.code,
     }
 }

@@ -103,8 +103,16 @@ impl<T> Drop for Contained<T> {
 pub(crate) fn catch_sync<T>(f: impl FnOnce() -> Result<T, ExtensionError>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(Failure::error(e.message())),
+        Ok(Err(e)) => Err(failure_of(&e)),
         Err(payload) => Err(Failure::panic(panic_message(payload))),
+    }
+}
+
+/// An extension's error as a [`Failure`], keeping its code when it has one.
+fn failure_of(e: &ExtensionError) -> Failure {
+    match e.code() {
+        Some(code) => Failure::coded(code, e.message()),
+        None => Failure::error(e.message()),
     }
 }
 
@@ -132,7 +140,7 @@ impl<T> Future for CatchUnwind<'_, T> {
         let result = match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(value))) => Ok(value),
-            Ok(Poll::Ready(Err(e))) => Err(Failure::error(e.message())),
+            Ok(Poll::Ready(Err(e))) => Err(failure_of(&e)),
             Err(payload) => Err(Failure::panic(panic_message(payload))),
         };
         drop_contained(self.inner.take());

@@ -89,7 +89,8 @@ pub enum HostError {
         /// The name asked for.
         name: String,
     },
-    /// The tool ran and failed or panicked (`TOOL_FAILED`).
+    /// The tool ran and failed or panicked (`TOOL_FAILED`; the tool's own
+    /// code, if it gave one, is [`HostError::cause_code`]).
     #[error("tool {name:?} failed: {message}")]
     ToolFailed {
         /// The tool.
@@ -98,6 +99,9 @@ pub enum HostError {
         message: String,
         /// True when it panicked.
         panicked: bool,
+        /// The stable code the tool's error carried, if any (for example
+        /// `EXTENSION_PROCESS_EXITED` from a process extension's proxy).
+        code: Option<&'static str>,
     },
     /// A tool call outlived its deadline, or was abandoned because it
     /// outlived the wait of its extension's cleanup (`EXTENSION_TIMEOUT`);
@@ -174,7 +178,12 @@ impl HostError {
     /// `TOOL_NAME_INVALID`, the M-5 reason code, `EXTENSION_ACTIVATION_CANCELLED`,
     /// the failure's own code (such as `EXTENSION_TIMEOUT`), or
     /// `EXTENSION_ACTIVATION_FAILED` for an error or panic in extension code.
+    /// For a failed tool (`TOOL_FAILED`), the code its error carried, if any
+    /// (such as `EXTENSION_PROCESS_EXITED`). `None` otherwise.
     pub fn cause_code(&self) -> Option<&'static str> {
+        if let HostError::ToolFailed { code, .. } = self {
+            return *code;
+        }
         let HostError::Activation(failure) = self else {
             return None;
         };

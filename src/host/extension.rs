@@ -20,6 +20,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ExtensionError {
     message: String,
+    code: Option<&'static str>,
 }
 
 impl ExtensionError {
@@ -27,11 +28,25 @@ impl ExtensionError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            code: None,
+        }
+    }
+    /// An error with a stable code of [`crate::error::codes`] (for example
+    /// `EXTENSION_PROCESS_EXITED`), carried into the activation failure's
+    /// cause (`HostError::cause_code`) or the tool failure.
+    pub fn coded(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: Some(code),
         }
     }
     /// The message.
     pub fn message(&self) -> &str {
         &self.message
+    }
+    /// The stable code, when the error has one.
+    pub fn code(&self) -> Option<&'static str> {
+        self.code
     }
 }
 

@@ -51,8 +51,8 @@ pub struct ManifestFileFailure {
     /// The extension id, when known.
     pub extension_id: Option<String>,
     /// A stable reason code: one of the manifest module's
-    /// `REASON_CODES`, or `no_in_process_factory`, or
-    /// `process_runtime_unsupported`.
+    /// `REASON_CODES`, or `no_in_process_factory`, or (only when the crate
+    /// is built without its `process` feature) `process_runtime_unsupported`.
     pub reason: &'static str,
     /// What is wrong.
     pub message: String,
@@ -77,6 +77,10 @@ pub struct DiscoveredManifest {
     pub classification: Classification,
     /// What starts it first (M-3).
     pub earliest_trigger: Trigger,
+    /// For a `process` runtime, the view of its children (pid, bounded
+    /// stderr, shutdown outcome, `list_changed` outcomes).
+    #[cfg(feature = "process")]
+    pub process: Option<crate::process::ProcessMonitor>,
 }
 
 impl ExtensionDefinition {
@@ -144,10 +148,22 @@ pub(crate) fn definitions_from_dir(
             reason,
             message,
         };
+        #[cfg(feature = "process")]
+        let mut process = None;
         match manifest.runtime() {
+            #[cfg(feature = "process")]
+            Runtime::Process(_) => {
+                if let Some((definition, monitor)) =
+                    crate::process::definition(manifest, &entry.directory)
+                {
+                    definitions.push(definition);
+                    process = Some(monitor);
+                }
+            }
+            #[cfg(not(feature = "process"))]
             Runtime::Process(_) => failures.push(failure(
                 "process_runtime_unsupported",
-                "process (MCP stdio) extensions are not supported by this host yet".to_owned(),
+                "process (MCP stdio) extensions need exthost's `process` feature".to_owned(),
             )),
             Runtime::InProcess => match factories.factories.get(manifest.id()) {
                 None => failures.push(failure(
@@ -164,6 +180,8 @@ pub(crate) fn definitions_from_dir(
             id: manifest.id().to_owned(),
             classification: manifest.classification(),
             earliest_trigger: manifest.earliest_trigger(),
+            #[cfg(feature = "process")]
+            process,
         });
         discovery.notices.extend(
             entry

@@ -117,6 +117,9 @@ reason_enum! {
     /// `runtime.env` is not a list of at most 256 distinct variable names
     /// (`[A-Za-z_][A-Za-z0-9_]*`, at most 128 bytes).
     InvalidRuntimeEnv => "invalid_runtime_env",
+    /// `runtime.startupTimeoutMs`, `runtime.callTimeoutMs` or
+    /// `runtime.shutdownTimeoutMs` is not an integer from 1 to 600,000.
+    InvalidRuntimeTimeout => "invalid_runtime_timeout",
 
     // Permissions, hooks, dependencies.
     /// A permission is not a string of the closed vocabulary.

@@ -154,6 +154,12 @@ pub struct ProcessRuntime {
     pub(crate) args: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) env: Vec<String>,
+    #[serde(rename = "startupTimeoutMs", skip_serializing_if = "Option::is_none")]
+    pub(crate) startup_timeout_ms: Option<u64>,
+    #[serde(rename = "callTimeoutMs", skip_serializing_if = "Option::is_none")]
+    pub(crate) call_timeout_ms: Option<u64>,
+    #[serde(rename = "shutdownTimeoutMs", skip_serializing_if = "Option::is_none")]
+    pub(crate) shutdown_timeout_ms: Option<u64>,
 }
 
 impl ProcessRuntime {
@@ -172,6 +178,24 @@ impl ProcessRuntime {
     /// otherwise cleared environment of the child, in manifest order.
     pub fn env(&self) -> &[String] {
         &self.env
+    }
+
+    /// `startupTimeoutMs`: the deadline, in milliseconds, for spawning the
+    /// child, the handshake and the tool listing, when the manifest sets one.
+    pub fn startup_timeout_ms(&self) -> Option<u64> {
+        self.startup_timeout_ms
+    }
+
+    /// `callTimeoutMs`: the deadline, in milliseconds, of each `tools/call`,
+    /// when the manifest sets one.
+    pub fn call_timeout_ms(&self) -> Option<u64> {
+        self.call_timeout_ms
+    }
+
+    /// `shutdownTimeoutMs`: how long, in milliseconds, disposal waits after
+    /// closing stdin and again after SIGTERM, when the manifest sets it.
+    pub fn shutdown_timeout_ms(&self) -> Option<u64> {
+        self.shutdown_timeout_ms
     }
 }
 

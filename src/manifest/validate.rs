@@ -40,6 +40,7 @@ const MAX_COMMAND_BYTES: usize = 4096;
 const MAX_ARGUMENTS: usize = 256;
 const MAX_ARGUMENT_BYTES: usize = 4096;
 const MAX_ENV_NAMES: usize = 256;
+const MAX_TIMEOUT_MS: u64 = 600_000;
 const MAX_ENV_NAME_BYTES: usize = 128;
 
 /// Parses and validates one manifest.
@@ -704,7 +705,19 @@ fn decode_runtime(value: Value, at: Ptr<'_>) -> Result<Runtime, ManifestError> {
             Ok(Runtime::InProcess)
         }
         "process" => {
-            refuse_unknown(&map, &["kind", "command", "args", "env"], at)?;
+            refuse_unknown(
+                &map,
+                &[
+                    "kind",
+                    "command",
+                    "args",
+                    "env",
+                    "startupTimeoutMs",
+                    "callTimeoutMs",
+                    "shutdownTimeoutMs",
+                ],
+                at,
+            )?;
             let command = label(
                 required(&mut map, "command", at)?,
                 at.key("command"),
@@ -720,7 +733,21 @@ fn decode_runtime(value: Value, at: Ptr<'_>) -> Result<Runtime, ManifestError> {
                 Some(value) => decode_env(value, at.key("env"))?,
                 None => Vec::new(),
             };
-            Ok(Runtime::Process(ProcessRuntime { command, args, env }))
+            let mut timeout = |key: &str| match optional(&mut map, key) {
+                Some(value) => decode_timeout(value, at.key(key)).map(Some),
+                None => Ok(None),
+            };
+            let startup_timeout_ms = timeout("startupTimeoutMs")?;
+            let call_timeout_ms = timeout("callTimeoutMs")?;
+            let shutdown_timeout_ms = timeout("shutdownTimeoutMs")?;
+            Ok(Runtime::Process(ProcessRuntime {
+                command,
+                args,
+                env,
+                startup_timeout_ms,
+                call_timeout_ms,
+                shutdown_timeout_ms,
+            }))
         }
         other => fail(
             R::InvalidRuntime,
@@ -769,6 +796,20 @@ fn decode_arguments(value: Value, at: Ptr<'_>) -> Result<Vec<String>, ManifestEr
         args.push(arg);
     }
     Ok(args)
+}
+
+/// A process runtime deadline: whole milliseconds, 1 to 600,000 (ten minutes).
+fn decode_timeout(value: Value, at: Ptr<'_>) -> Result<u64, ManifestError> {
+    match value.as_u64() {
+        Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Ok(ms),
+        _ => fail(
+            R::InvalidRuntimeTimeout,
+            at,
+            format!(
+                "a deadline must be an integer number of milliseconds from 1 to {MAX_TIMEOUT_MS}"
+            ),
+        ),
+    }
 }
 
 fn is_env_name(name: &str) -> bool {

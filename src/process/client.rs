@@ -1,0 +1,213 @@
+//! The MCP client side of a process extension, on rmcp: the handler that
+//! answers the child (client info, `notifications/tools/list_changed`), the
+//! live session (the child, its transport, its rmcp service) and the
+//! mapping of rmcp's errors to the three codes of SPEC section 5.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::{ClientHandler, RoleClient};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::error::{ProcessFault, bounded};
+use super::shutdown::{ShutdownOutcome, shutdown_child};
+use super::spawn::ChildGuard;
+use super::transport::{FaultCell, StdinCloser};
+
+/// What the client tells the server about itself: name `exthost`, this
+/// crate's version, no optional client capabilities.
+pub fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("exthost", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// rmcp's client handler: answers with [`client_info`] and turns every
+/// `notifications/tools/list_changed` into a signal for the watcher.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    pub(crate) list_changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        client_info()
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+}
+
+/// One running child and everything attached to it. Shared by the
+/// disposer, the proxies, the hook and the list watcher.
+pub(crate) struct Session {
+    pub(crate) extension: String,
+    child: tokio::sync::Mutex<Option<ChildGuard>>,
+    closer: StdinCloser,
+    pub(crate) fault: FaultCell,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    pub(crate) stop: CancellationToken,
+}
+
+impl Session {
+    pub(crate) fn new(
+        extension: String,
+        child: ChildGuard,
+        closer: StdinCloser,
+        fault: FaultCell,
+    ) -> Self {
+        Self {
+            extension,
+            child: tokio::sync::Mutex::new(Some(child)),
+            closer,
+            fault,
+            service: Mutex::new(None),
+            peer: Mutex::new(None),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Once the session has ended on its own (the child crashed or broke
+    /// the protocol), reaps the child as soon as it has exited, so a dead
+    /// child is no zombie even before disposal. Disposal still signals the
+    /// rest of its group.
+    pub(crate) fn reap_when_ended(self: &std::sync::Arc<Self>) {
+        let session = std::sync::Arc::downgrade(self);
+        let (fault, stop) = (self.fault.clone(), self.stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = fault.wait() => {}
+            }
+            loop {
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                if stop.is_cancelled() {
+                    return;
+                }
+                if let Some(guard) = session.child.lock().await.as_mut() {
+                    if guard.reaped {
+                        return;
+                    }
+                    if let Ok(Some(_)) = guard.child.try_wait() {
+                        guard.reaped = true;
+                        return;
+                    }
+                } else {
+                    return;
+                }
+                drop(session);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+    }
+
+    /// Keeps the rmcp service once the handshake is done.
+    pub(crate) fn attach(&self, service: RunningService<RoleClient, Handler>) {
+        if let Ok(mut peer) = self.peer.lock() {
+            *peer = Some(service.peer().clone());
+        }
+        if let Ok(mut slot) = self.service.lock() {
+            *slot = Some(service);
+        }
+    }
+
+    /// The session's peer, or the fault that ended it.
+    pub(crate) fn peer(&self) -> Result<Peer<RoleClient>, ProcessFault> {
+        self.peer
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .ok_or_else(|| self.ended())
+    }
+
+    /// The recorded fault, or "exited" when none was recorded.
+    pub(crate) fn ended(&self) -> ProcessFault {
+        self.fault
+            .get()
+            .unwrap_or_else(|| ProcessFault::Exited("the child's session has ended".to_owned()))
+    }
+
+    /// Maps an rmcp error of a request to a fault.
+    pub(crate) fn fault_of(&self, error: &ServiceError) -> ProcessFault {
+        if let Some(fault) = self.fault.get() {
+            return fault;
+        }
+        match error {
+            ServiceError::Timeout { .. } => ProcessFault::Timeout(format!(
+                "the request timed out: {}",
+                bounded(&error.to_string())
+            )),
+            ServiceError::UnexpectedResponse | ServiceError::McpError(_) => {
+                ProcessFault::Protocol(format!(
+                    "the child answered out of protocol: {}",
+                    bounded(&error.to_string())
+                ))
+            }
+            _ => ProcessFault::Exited(format!(
+                "the child's session ended: {}",
+                bounded(&error.to_string())
+            )),
+        }
+    }
+
+    /// Kills the whole group at once (a failed start) and reaps the leader.
+    pub(crate) async fn kill_now(&self) {
+        self.stop.cancel();
+        let guard = self.child.lock().await.take();
+        if let Some(mut guard) = guard {
+            self.closer.close().await;
+            shutdown_child(&mut guard, Duration::ZERO).await;
+        }
+        self.drop_service();
+    }
+
+    /// P-3: close stdin, wait `grace`, SIGTERM the group, wait `grace`,
+    /// SIGKILL the group, reap. Idempotent: a second call does nothing.
+    pub(crate) async fn shutdown(&self, grace: Duration) -> Option<ShutdownOutcome> {
+        self.stop.cancel();
+        let guard = self.child.lock().await.take();
+        let outcome = match guard {
+            Some(mut guard) => {
+                self.closer.close().await;
+                let outcome = shutdown_child(&mut guard, grace).await;
+                if outcome != ShutdownOutcome::ExitedOnClose {
+                    tracing::warn!(
+                        extension = %self.extension,
+                        ?outcome,
+                        "a process extension did not exit when its stdin closed"
+                    );
+                }
+                Some(outcome)
+            }
+            None => None,
+        };
+        self.fault.set(ProcessFault::Exited(
+            "the extension was disposed".to_owned(),
+        ));
+        self.drop_service();
+        outcome
+    }
+
+    fn drop_service(&self) {
+        let service = self.service.lock().ok().and_then(|mut s| s.take());
+        if let Ok(mut peer) = self.peer.lock() {
+            *peer = None;
+        }
+        if let Some(service) = service {
+            service.cancellation_token().cancel();
+            drop(service);
+        }
+    }
+}

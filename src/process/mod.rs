@@ -1,0 +1,379 @@
+//! Process extensions (SPEC section 5): any Model Context Protocol server
+//! that speaks over stdio, hosted as an extension with the host's
+//! guarantees.
+//!
+//! A [`ProcessExtension`] is an ordinary [`Extension`]: its factory spawns
+//! nothing (P-1); its `activate` spawns the child, runs the handshake and
+//! `tools/list` (P-2) on the official Rust SDK (`rmcp`), and registers one
+//! proxy tool per listed tool, one hook forwarding the subscribed events as
+//! `exthost/event` notifications, and the disposer that shuts the child down
+//! (P-3). The host core then stages, checks the declarations (M-5), commits
+//! once or rolls back in reverse order, so every failure kills the child.
+//!
+//! See `docs/process.md` for the lifecycle, the deadlines and what the
+//! child may see.
+
+mod client;
+mod error;
+mod list_changed;
+mod monitor;
+mod proxy;
+mod shutdown;
+mod spawn;
+mod stderr;
+mod transport;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ClientNotification, CustomNotification};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::host::{
+    ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
+    ToolDescriptor,
+};
+use crate::manifest::{Manifest, ProcessRuntime, Runtime};
+
+pub use client::client_info;
+pub use error::{MAX_QUOTED_BYTES, ProcessFault, bounded, quote_prefix};
+pub use monitor::{ListChange, ProcessMonitor};
+pub use proxy::result_value;
+pub use shutdown::ShutdownOutcome;
+pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
+pub use stderr::{MAX_STDERR_KEPT, StderrDiagnostic};
+pub use transport::MAX_LINE_BYTES;
+
+/// Spawn, handshake and tool listing must finish within this unless the
+/// manifest sets `runtime.startupTimeoutMs`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Disposal waits this long after closing stdin, and again after SIGTERM,
+/// unless the manifest sets `runtime.shutdownTimeoutMs`.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Delivering one event notification must finish within this unless the
+/// manifest sets `runtime.callTimeoutMs`.
+pub const DEFAULT_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The JSON-RPC method of forwarded host events; params `{name, payload}`.
+pub const EVENT_METHOD: &str = "exthost/event";
+
+/// The deadlines of one process extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Spawn, `initialize`, `notifications/initialized` and every
+    /// `tools/list` page, together.
+    pub startup: Duration,
+    /// Each `tools/call`; `None` waits as long as the caller does.
+    pub call: Option<Duration>,
+    /// Each of the two waits of disposal (after closing stdin, after
+    /// SIGTERM).
+    pub shutdown_grace: Duration,
+}
+
+impl Deadlines {
+    /// The manifest's values, or the defaults.
+    pub fn of(runtime: &ProcessRuntime) -> Self {
+        let ms = Duration::from_millis;
+        Self {
+            startup: runtime
+                .startup_timeout_ms()
+                .map_or(DEFAULT_STARTUP_TIMEOUT, ms),
+            call: runtime.call_timeout_ms().map(ms),
+            shutdown_grace: runtime
+                .shutdown_timeout_ms()
+                .map_or(DEFAULT_SHUTDOWN_GRACE, ms),
+        }
+    }
+}
+
+/// One MCP stdio server as an extension. Made by its definition's factory
+/// at each activation attempt; spawns nothing until `activate`.
+pub struct ProcessExtension {
+    manifest: Arc<Manifest>,
+    runtime: ProcessRuntime,
+    folder: PathBuf,
+    monitor: ProcessMonitor,
+}
+
+impl std::fmt::Debug for ProcessExtension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessExtension")
+            .field("id", &self.manifest.id())
+            .field("folder", &self.folder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcessExtension {
+    /// The extension of a `process` manifest whose folder is `folder`, or
+    /// `None` for another runtime.
+    pub fn new(
+        manifest: &Manifest,
+        folder: impl Into<PathBuf>,
+        monitor: ProcessMonitor,
+    ) -> Option<Self> {
+        let Runtime::Process(runtime) = manifest.runtime() else {
+            return None;
+        };
+        Some(Self {
+            manifest: Arc::new(manifest.clone()),
+            runtime: runtime.clone(),
+            folder: folder.into(),
+            monitor,
+        })
+    }
+}
+
+/// The definition of a `process` manifest found in `folder`, with the
+/// monitor of its children; `None` for another runtime.
+pub fn definition(
+    manifest: &Manifest,
+    folder: &Path,
+) -> Option<(ExtensionDefinition, ProcessMonitor)> {
+    if !matches!(manifest.runtime(), Runtime::Process(_)) {
+        return None;
+    }
+    let monitor = ProcessMonitor::default();
+    let (m, f, mon) = (manifest.clone(), folder.to_path_buf(), monitor.clone());
+    let factory = move || {
+        ProcessExtension::new(&m, f.clone(), mon.clone())
+            .ok_or_else(|| ExtensionError::new("not a process runtime"))
+    };
+    Some((
+        ExtensionDefinition::from_manifest(manifest, factory),
+        monitor,
+    ))
+}
+
+fn host_error(context: &str, e: crate::host::HostError) -> ExtensionError {
+    ExtensionError::new(format!("{context}: {e}"))
+}
+
+impl ProcessExtension {
+    async fn start(&self, cx: ActivationContext) -> Result<(), ExtensionError> {
+        let id = self.manifest.id().to_owned();
+        let context = format!("process extension {id:?}");
+        let deadlines = Deadlines::of(&self.runtime);
+        let spawned = spawn::spawn(&self.runtime, &self.folder)
+            .map_err(|f| f.to_extension_error(&context))?;
+        let stderr_log = Arc::new(Mutex::new(stderr::StderrDiagnostic::default()));
+        stderr::capture(spawned.stderr, stderr_log.clone());
+        self.monitor.0.started(spawned.child.pid(), stderr_log);
+        let fault = transport::FaultCell::default();
+        let transport =
+            transport::StdioTransport::new(spawned.stdout, spawned.stdin, fault.clone());
+        let session = Arc::new(client::Session::new(
+            id.clone(),
+            spawned.child,
+            transport.closer(),
+            fault,
+        ));
+
+        // The disposer first: a later failure, a cancellation or a deadline
+        // rolls back through it, so the child never outlives a failed start.
+        let (s, m, grace) = (
+            session.clone(),
+            self.monitor.clone(),
+            deadlines.shutdown_grace,
+        );
+        cx.on_dispose(move || async move {
+            let outcome = s.shutdown(grace).await;
+            m.0.stopped(outcome);
+            Ok(())
+        })
+        .map_err(|e| host_error(&context, e))?;
+
+        let (signals_tx, signals_rx) = mpsc::unbounded_channel();
+        let handler = client::Handler {
+            list_changed: signals_tx,
+        };
+        let handshake = async {
+            let service = rmcp::serve_client(handler, transport).await.map_err(|e| {
+                session.fault.get().unwrap_or_else(|| {
+                    ProcessFault::Protocol(format!(
+                        "the handshake failed: {}",
+                        bounded(&e.to_string())
+                    ))
+                })
+            })?;
+            let tools = service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| session.fault_of(&e))?;
+            Ok::<_, ProcessFault>((service, tools))
+        };
+        let started = tokio::select! {
+            started = tokio::time::timeout(deadlines.startup, handshake) => started,
+            _ = cx.cancellation().cancelled() => {
+                return Err(ExtensionError::new(format!("{context}: activation cancelled")));
+            }
+        };
+        let (service, tools) = match started {
+            Ok(Ok(started)) => started,
+            Ok(Err(fault)) => {
+                session.kill_now().await;
+                self.monitor.0.stopped(Some(ShutdownOutcome::Killed));
+                return Err(self.with_stderr(fault.to_extension_error(&context)));
+            }
+            Err(_) => {
+                session.kill_now().await;
+                self.monitor.0.stopped(Some(ShutdownOutcome::Killed));
+                let fault = ProcessFault::Timeout(format!(
+                    "the server did not finish the handshake and tools/list within {} ms",
+                    deadlines.startup.as_millis()
+                ));
+                return Err(self.with_stderr(fault.to_extension_error(&context)));
+            }
+        };
+        session.attach(service);
+        session.reap_when_ended();
+
+        for tool in &tools {
+            let descriptor = ToolDescriptor::new(
+                tool.name.to_string(),
+                tool.description.as_deref().unwrap_or_default(),
+                Value::Object((*tool.input_schema).clone()),
+            );
+            let proxy = proxy::ProxyTool {
+                session: session.clone(),
+                name: tool.name.to_string(),
+                deadline: deadlines.call,
+            };
+            cx.register_tool(descriptor, proxy)
+                .map_err(|e| host_error(&context, e))?;
+        }
+
+        if !self.manifest.hooks().is_empty() {
+            let subscribed: Arc<Vec<String>> = Arc::new(self.manifest.hooks().to_vec());
+            let s = session.clone();
+            let limit = deadlines.call.unwrap_or(DEFAULT_EVENT_TIMEOUT);
+            cx.on_event(move |event: Arc<Event>| {
+                let (session, subscribed) = (s.clone(), subscribed.clone());
+                async move { forward_event(&session, &subscribed, &event, limit).await }
+            })
+            .map_err(|e| host_error(&context, e))?;
+        }
+
+        list_changed::watch(
+            session,
+            signals_rx,
+            list_changed::tool_keys(&tools),
+            self.manifest.clone(),
+            self.monitor.0.clone(),
+            deadlines.startup,
+        );
+        Ok(())
+    }
+
+    /// Adds a bounded quote of the child's stderr to an activation error.
+    fn with_stderr(&self, error: ExtensionError) -> ExtensionError {
+        let log = self.monitor.stderr();
+        if log.total_bytes == 0 {
+            return error;
+        }
+        let text = format!(
+            "{}; stderr ({} bytes): {}",
+            error.message(),
+            log.total_bytes,
+            quote_prefix(&log.kept[..log.kept.len().min(MAX_QUOTED_BYTES)])
+        );
+        match error.code() {
+            Some(code) => ExtensionError::coded(code, text),
+            None => ExtensionError::new(text),
+        }
+    }
+}
+
+/// P-2: a subscribed event as an `exthost/event` notification.
+async fn forward_event(
+    session: &client::Session,
+    subscribed: &[String],
+    event: &Event,
+    limit: Duration,
+) -> Result<(), ExtensionError> {
+    if !subscribed.contains(&event.name) {
+        return Ok(());
+    }
+    let context = format!(
+        "event {:?} to process extension {:?}",
+        event.name, session.extension
+    );
+    let peer = session.peer().map_err(|f| f.to_extension_error(&context))?;
+    let notification = ClientNotification::CustomNotification(CustomNotification::new(
+        EVENT_METHOD,
+        Some(json!({"name": event.name, "payload": event.payload})),
+    ));
+    match tokio::time::timeout(limit, peer.send_notification(notification)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(session.fault_of(&e).to_extension_error(&context)),
+        Err(_) => Err(ProcessFault::Timeout(format!(
+            "the notification was not delivered within {} ms",
+            limit.as_millis()
+        ))
+        .to_extension_error(&context)),
+    }
+}
+
+impl Extension for ProcessExtension {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(self.start(cx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_come_from_the_manifest_or_the_defaults() {
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv","startupTimeoutMs":1500,"callTimeoutMs":250}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        let d = Deadlines::of(runtime);
+        assert_eq!(d.startup, Duration::from_millis(1500));
+        assert_eq!(d.call, Some(Duration::from_millis(250)));
+        assert_eq!(d.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv"}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        assert_eq!(
+            Deadlines::of(runtime),
+            Deadlines {
+                startup: DEFAULT_STARTUP_TIMEOUT,
+                call: None,
+                shutdown_grace: DEFAULT_SHUTDOWN_GRACE
+            }
+        );
+    }
+
+    #[test]
+    fn the_child_environment_is_the_allow_list_only() {
+        let (m, _) = crate::manifest::parse_manifest(
+            r#"{"id":"x","runtime":{"kind":"process","command":"srv","env":["PATH","EXTHOST_SURELY_UNSET_VARIABLE"]}}"#,
+        )
+        .unwrap();
+        let Runtime::Process(runtime) = m.runtime() else {
+            panic!("a process runtime")
+        };
+        let env = child_environment(runtime);
+        for (name, _) in &env {
+            assert!(
+                BASE_ENV_ALLOW_LIST.contains(&name.as_str()),
+                "{name} is not allowed"
+            );
+        }
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "PATH listed once");
+    }
+}
