@@ -13,7 +13,7 @@ pub const MAX_ID_BYTES: usize = 64;
 /// Why a string is not a valid identifier segment (ID-1).
 ///
 /// Every variant has the stable code `ID_INVALID` ([`IdError::code`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
 pub enum IdError {
     /// The identifier is the empty string.
     #[error("identifier is empty")]

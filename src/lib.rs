@@ -116,18 +116,40 @@ pub mod id;
 pub mod manifest;
 #[cfg(all(feature = "process", not(exthost_loom)))]
 pub mod process;
+/// Internal: the shell's publication cell, public for the loom suites.
 pub mod publication;
+/// Internal: the shell's serialized queue, public for the loom suites.
 pub mod queue;
 pub mod resources;
 mod sync;
 pub mod text;
 
+#[cfg(not(exthost_loom))]
+pub use host::{
+    ActivationContext, Event, Extension, ExtensionDefinition, ExtensionError, ExtensionHost,
+    HostError, HostOptions, InProcessFactories, Tool, ToolDescriptor,
+};
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
 pub use manifest::{
     LoadedManifest, Manifest, ManifestBatchError, ManifestError, load_manifest_dir, parse_manifest,
 };
-pub use publication::Published;
-pub use queue::{QueueClosed, SerialQueue, Ticket, Turn};
+/// The cancellation signal type of [`host::ActivationContext::cancellation`]
+/// and [`host::current_call_cancellation`].
+pub use tokio_util::sync::CancellationToken;
+
+/// Everything an extension author or an embedding program needs, in one
+/// import: `use exthost::prelude::*;`.
+#[cfg(not(exthost_loom))]
+pub mod prelude {
+    pub use crate::CancellationToken;
+    pub use crate::core::Status;
+    pub use crate::host::{
+        Activation, ActivationContext, BoxFuture, EmitReport, Event, Extension,
+        ExtensionDefinition, ExtensionError, ExtensionHost, HostError, HostOptions,
+        InProcessFactories, Tool, ToolDescriptor, ToolSnapshot, current_call_cancellation,
+    };
+    pub use crate::resources::{Resource, ResourceError, ResourceLoader, ResourceRoot};
+}
 pub use resources::{
     MAX_RESOURCE_TEXT_BYTES, Resource, ResourceError, ResourceLoader, ResourceRoot,
     validate_resource_path,

@@ -25,7 +25,7 @@ use crate::sync::{Arc, Mutex, lock};
 /// # Example
 ///
 /// ```
-/// use exthost::Published;
+/// use exthost::publication::Published;
 ///
 /// let tools = Published::new(vec!["read"]);
 /// let before = tools.load();

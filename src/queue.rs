@@ -40,7 +40,7 @@ use crate::sync::{Arc, Mutex, lock};
 /// # Example
 ///
 /// ```
-/// use exthost::SerialQueue;
+/// use exthost::queue::SerialQueue;
 ///
 /// let queue = SerialQueue::new();
 /// let activation = queue.enqueue()?;

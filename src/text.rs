@@ -58,7 +58,7 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// Why a text was refused: plain, cloneable data with a stable
 /// [`reason`](Self::reason) code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum TextError {
     /// A control character that the text may not hold (reason

@@ -553,37 +553,9 @@ fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
     assert!(host.tools().is_empty());
 }
 
-/// Collects the messages of `tracing` events.
-#[derive(Default, Clone)]
-struct Messages(Arc<std::sync::Mutex<Vec<String>>>);
-
-impl tracing::Subscriber for Messages {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Text<'a>(&'a mut String);
-        impl tracing::field::Visit for Text<'_> {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0.push_str(&format!("{}={value:?} ", field.name()));
-            }
-        }
-        let mut text = String::new();
-        event.record(&mut Text(&mut text));
-        self.0.lock().unwrap().push(text);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[test]
 fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
-    let messages = Messages::default();
+    let messages = support::capture::Captured::default();
     let log = Log::default();
     tracing::subscriber::with_default(messages.clone(), || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -601,7 +573,7 @@ fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
             drop(host);
         }));
     });
-    let messages = messages.0.lock().unwrap().clone();
+    let messages = messages.events();
     let warning = messages
         .iter()
         .find(|m| m.contains("without dispose"))

@@ -33,8 +33,10 @@ pub(crate) struct CallArgs {
 
 fn describe(e: &HostError) -> String {
     match e.cause_code() {
-        Some(cause) if cause != e.code() => format!("{} (cause {cause}): {e}", e.code()),
-        _ => format!("{}: {e}", e.code()),
+        Some(cause) if cause != e.code() => {
+            format!("{} (cause {cause}): {}", e.code(), e.message())
+        }
+        _ => e.to_string(),
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Everything here exists only under `--cfg exthost_loom`, which also switches
 //! exthost's `sync` shim to `loom::sync`, so the suites check the very
-//! [`SerialQueue`](exthost::SerialQueue) and [`Published`](exthost::Published)
+//! [`SerialQueue`](exthost::queue::SerialQueue) and [`Published`](exthost::publication::Published)
 //! that ship. Without the cfg the library is empty and the only test is
 //! `tests/publication_std.rs`, the std-build companion of the
 //! drop-outside-the-lock model. Run the loom suites with:

@@ -3,7 +3,7 @@
 //! implement; and [`old_snapshot_dropped_outside_the_lock`], over
 //! [`StoreCell`], which the real cell and [`DropUnderLockCell`] implement.
 
-use exthost::Published;
+use exthost::publication::Published;
 use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;

@@ -24,7 +24,7 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use exthost::{QueueClosed, SerialQueue, Ticket, Turn};
+use exthost::queue::{QueueClosed, SerialQueue, Ticket, Turn};
 use loom::future::block_on;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};

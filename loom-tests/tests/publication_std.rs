@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use exthost::Published;
+use exthost::publication::Published;
 
 /// A published value that, when dropped, may load from a cell and report
 /// what it saw.

@@ -16,7 +16,8 @@ use super::ids::{ContextId, DisposerRef, HookRef, OpId, ToolRef};
 use super::registry::ToolSpec;
 
 /// The status of an extension, as `extensions()` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Known by its definition; no code of it has run.
     Discovered,

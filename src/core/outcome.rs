@@ -7,7 +7,7 @@ use super::registry::{Owner, RegistryError, ToolSpec};
 use crate::id::IdError;
 
 /// A failure reported by extension code: pure data.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Failure {
     /// What went wrong, in the extension's or the shell's words.
     pub message: String,
@@ -189,7 +189,7 @@ pub struct LiveHook {
 }
 
 /// One cleanup step: a disposer, or the instance's own dispose.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct CleanupStep {
     /// The extension it belongs to.
     pub extension: String,
@@ -200,7 +200,7 @@ pub struct CleanupStep {
 }
 
 /// Which cleanup step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum CleanupKind {
     /// The disposer at this registration index.
     Disposer {
@@ -214,7 +214,7 @@ pub enum CleanupKind {
 }
 
 /// A cleanup step that failed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct StepFailure {
     /// The step.
     pub step: CleanupStep,
@@ -223,7 +223,7 @@ pub struct StepFailure {
 }
 
 /// A hook that failed during an emit (H-10).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct HookDiagnostic {
     /// Its extension.
     pub extension_id: String,
@@ -234,7 +234,7 @@ pub struct HookDiagnostic {
 }
 
 /// A registered tool that does not match the extension's declarations (M-5).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct DeclarationMismatch {
     /// Stable reason code, such as `declared_tool_not_registered`.
     pub reason: &'static str,
@@ -243,7 +243,7 @@ pub struct DeclarationMismatch {
 }
 
 /// Why an activation failed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum FailureCause {
     /// The factory failed or panicked.
     Factory(Failure),
@@ -261,7 +261,7 @@ pub enum FailureCause {
 }
 
 /// A failed activation: cause and every failed rollback step.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct ActivationFailure {
     /// The extension.
     pub extension: String,
@@ -272,7 +272,7 @@ pub struct ActivationFailure {
 }
 
 /// Why a discovery batch was refused (H-2).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum DiscoveryError {
     /// An id breaks ID-1.
     InvalidId {

@@ -42,7 +42,7 @@ impl ToolSpec {
 }
 
 /// Who contributed a registry entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Owner {
     /// A base tool given to the host at construction.
     Base,
@@ -88,7 +88,7 @@ pub struct RegistryEntry {
 }
 
 /// Why a tool could not be added to the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
 pub enum RegistryError {
     /// The name is not an ID-1 segment nor `<extension>:<tool>`.
     #[error("tool name {name:?} is invalid: {reason}")]

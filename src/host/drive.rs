@@ -402,6 +402,11 @@ impl Driver {
         };
         let at = deadline.map(|d| Instant::now() + d);
         let mut task = AbortOnDrop(spawn_code(self.inner.id, code));
+        tracing::debug!(
+            extension = %step.extension,
+            step = ?step.kind,
+            "cleanup step"
+        );
         tokio::select! {
             joined = &mut task.0 => {
                 if passed(at) {

@@ -1,7 +1,5 @@
 //! The host's errors: plain, cloneable data with stable codes.
 
-use thiserror::Error;
-
 use crate::core::{
     ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
 };
@@ -9,10 +7,18 @@ use crate::error::codes;
 use crate::id::IdError;
 
 /// Everything a host operation can fail with.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+///
+/// Its `Display` starts with the stable code (`EXTENSION_NOT_FOUND: no
+/// extension "x" is discovered`); [`HostError::message`] is the text alone,
+/// [`HostError::code`] the code alone, and [`HostError::cause_code`] the code
+/// of an activation's cause (where `EXTENSION_TIMEOUT` is found for an
+/// activation that ran out of time: it is the one place to look for a
+/// timeout's code, since a timed-out tool call's own code is
+/// `EXTENSION_TIMEOUT` too).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub enum HostError {
     /// A discovered id breaks ID-1 (`EXTENSION_ID_INVALID`).
-    #[error("extension id {id:?} is invalid: {reason}")]
     InvalidExtensionId {
         /// The id.
         id: String,
@@ -21,14 +27,12 @@ pub enum HostError {
     },
     /// A discovered id is already known or repeated in the batch
     /// (`EXTENSION_DUPLICATE`).
-    #[error("extension {id:?} is already discovered")]
     DuplicateExtension {
         /// The id.
         id: String,
     },
     /// A declared tool cannot be published (`TOOL_NAME_INVALID` or
     /// `TOOL_DUPLICATE`).
-    #[error("extension {id:?} declares an unusable tool: {reason}")]
     InvalidDeclaration {
         /// The extension.
         id: String,
@@ -37,13 +41,11 @@ pub enum HostError {
     },
     /// A base tool cannot be published (`TOOL_NAME_INVALID` or
     /// `TOOL_DUPLICATE`).
-    #[error("base tool refused: {reason}")]
     InvalidBaseTool {
         /// Why.
         reason: RegistryError,
     },
     /// No extension has this id (`EXTENSION_NOT_FOUND`).
-    #[error("no extension {id:?} is discovered")]
     NotFound {
         /// The id.
         id: String,
@@ -51,47 +53,39 @@ pub enum HostError {
     /// The activation failed and was rolled back
     /// (`EXTENSION_ACTIVATION_FAILED`, `EXTENSION_ACTIVATION_CANCELLED`, or
     /// `EXTENSION_ACTIVATION_ROLLBACK_FAILED` when a rollback step failed too).
-    #[error("{}", describe_activation(.0))]
     Activation(ActivationFailure),
     /// The activation was cancelled by shutdown before it started
     /// (`EXTENSION_ACTIVATION_CANCELLED`).
-    #[error("activation of {id:?} was cancelled by shutdown before it started")]
     CancelledBeforeStart {
         /// The extension.
         id: String,
     },
     /// A registration arrived after its activation settled
     /// (`EXTENSION_CONTEXT_CLOSED`).
-    #[error("the activation context of {extension:?} is closed")]
     ContextClosed {
         /// The extension.
         extension: String,
     },
     /// A host operation was called from extension code running under the
     /// queue (`HOST_REENTRANT_CALL`).
-    #[error("{operation} was called from extension code running under the host's queue")]
     Reentrant {
         /// Which operation.
         operation: &'static str,
     },
     /// The host is disposed or shutting down (`HOST_DISPOSED`).
-    #[error("the host is disposed")]
     Disposed,
     /// Shutdown completed; these steps failed (`HOST_DISPOSE_FAILED`).
-    #[error("shutdown finished with {} failed step(s): {}", .failures.len(), describe_steps(.failures))]
     DisposeFailed {
         /// Failed steps, in attempt order.
         failures: Vec<StepFailure>,
     },
     /// No live tool has this name (`TOOL_NOT_FOUND`).
-    #[error("no tool named {name:?}")]
     ToolNotFound {
         /// The name asked for.
         name: String,
     },
     /// The tool ran and failed or panicked (`TOOL_FAILED`; the tool's own
     /// code, if it gave one, is [`HostError::cause_code`]).
-    #[error("tool {name:?} failed: {message}")]
     ToolFailed {
         /// The tool.
         name: String,
@@ -106,7 +100,6 @@ pub enum HostError {
     /// A tool call outlived its deadline, or was abandoned because it
     /// outlived the wait of its extension's cleanup (`EXTENSION_TIMEOUT`);
     /// its result, if any ever comes, is discarded.
-    #[error("tool {name:?} timed out: {message}")]
     CallTimedOut {
         /// The tool.
         name: String,
@@ -116,7 +109,6 @@ pub enum HostError {
     /// The task running this operation ended without an outcome and none
     /// could be recovered (`EXTENSION_TASK_LOST`). Never reported for a
     /// host that is merely disposed.
-    #[error("the task running {operation} ended without an outcome")]
     TaskLost {
         /// Which operation.
         operation: &'static str,
@@ -124,7 +116,6 @@ pub enum HostError {
     /// A dormant tool was called by a caller that may not start extensions,
     /// or its extension's grant was revoked by a declaration mismatch (M-5)
     /// (`TOOL_ACTIVATION_DENIED`); nothing started.
-    #[error("tool {name:?} is dormant and may not activate {extension:?}: {}", if *.revoked { "its grant was revoked when its registered tools did not match its declarations" } else { "this caller may not start extensions" })]
     ActivationDenied {
         /// The tool.
         name: String,
@@ -135,14 +126,92 @@ pub enum HostError {
     },
     /// A folder of manifests was refused as a whole (`MANIFEST_INVALID`);
     /// every failing file is listed with its reason code.
-    #[error("the manifest folder was refused: {}", .failures.iter().map(|f| format!("{} ({}): {}", f.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), f.reason, f.message)).collect::<Vec<_>>().join("; "))]
     ManifestDiscovery {
         /// Every failing file.
         failures: Vec<super::manifests::ManifestFileFailure>,
     },
 }
 
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for HostError {}
+
 impl HostError {
+    /// What went wrong, in words, without the code.
+    pub fn message(&self) -> String {
+        match self {
+            HostError::InvalidExtensionId { id, reason } => {
+                format!("extension id {id:?} is invalid: {reason}")
+            }
+            HostError::DuplicateExtension { id } => {
+                format!("extension {id:?} is already discovered")
+            }
+            HostError::InvalidDeclaration { id, reason } => {
+                format!("extension {id:?} declares an unusable tool: {reason}")
+            }
+            HostError::InvalidBaseTool { reason } => format!("base tool refused: {reason}"),
+            HostError::NotFound { id } => format!("no extension {id:?} is discovered"),
+            HostError::Activation(failure) => describe_activation(failure),
+            HostError::CancelledBeforeStart { id } => {
+                format!("activation of {id:?} was cancelled by shutdown before it started")
+            }
+            HostError::ContextClosed { extension } => {
+                format!("the activation context of {extension:?} is closed")
+            }
+            HostError::Reentrant { operation } => {
+                format!("{operation} was called from extension code running under the host's queue")
+            }
+            HostError::Disposed => "the host is disposed".to_owned(),
+            HostError::DisposeFailed { failures } => format!(
+                "shutdown finished with {} failed step(s): {}",
+                failures.len(),
+                describe_steps(failures)
+            ),
+            HostError::ToolNotFound { name } => format!("no tool named {name:?}"),
+            HostError::ToolFailed { name, message, .. } => {
+                format!("tool {name:?} failed: {message}")
+            }
+            HostError::CallTimedOut { name, message } => {
+                format!("tool {name:?} timed out: {message}")
+            }
+            HostError::TaskLost { operation } => {
+                format!("the task running {operation} ended without an outcome")
+            }
+            HostError::ActivationDenied {
+                name,
+                extension,
+                revoked,
+            } => format!(
+                "tool {name:?} is dormant and may not activate {extension:?}: {}",
+                if *revoked {
+                    "its grant was revoked when its registered tools did not match its declarations"
+                } else {
+                    "this caller may not start extensions"
+                }
+            ),
+            HostError::ManifestDiscovery { failures } => format!(
+                "the manifest folder was refused: {}",
+                failures
+                    .iter()
+                    .map(|f| format!(
+                        "{} ({}): {}",
+                        f.file
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default(),
+                        f.reason,
+                        f.message
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        }
+    }
+
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {

@@ -74,7 +74,7 @@ impl From<String> for ExtensionError {
 /// call) becomes the extension's error, with the code in its message.
 impl From<super::error::HostError> for ExtensionError {
     fn from(error: super::error::HostError) -> Self {
-        Self::new(format!("{} ({})", error, error.code()))
+        Self::coded(error.code(), error.to_string())
     }
 }
 
@@ -222,6 +222,37 @@ impl ExtensionDefinition {
         )
     }
 
+    /// A definition whose extension is one async closure: it receives the
+    /// [`ActivationContext`] at each activation and registers through it.
+    /// No struct, no `BoxFuture`, no `Box::pin`:
+    ///
+    /// ```
+    /// use exthost::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// let clock = ExtensionDefinition::from_fn("clock", |cx| async move {
+    ///     cx.register_tool(
+    ///         ToolDescriptor::new("now", "The time", json!({"type": "object"})),
+    ///         |_input| async { Ok(json!("12:00")) },
+    ///     )?;
+    ///     cx.on_dispose(|| async { Ok(()) })?;
+    ///     Ok(())
+    /// });
+    /// assert_eq!(clock.id(), "clock");
+    /// ```
+    pub fn from_fn<F, Fut>(id: impl Into<String>, activate: F) -> Self
+    where
+        F: Fn(ActivationContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
+    {
+        let activate = Arc::new(activate);
+        Self::new(id, move || {
+            Ok(FnExtension {
+                activate: activate.clone(),
+            })
+        })
+    }
+
     pub(crate) fn from_factory(id: impl Into<String>, factory: Factory) -> Self {
         Self {
             id: id.into(),
@@ -291,6 +322,21 @@ impl ExtensionDefinition {
                 .as_ref()
                 .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
         }
+    }
+}
+
+/// The extension of [`ExtensionDefinition::from_fn`].
+struct FnExtension<F> {
+    activate: Arc<F>,
+}
+
+impl<F, Fut> Extension for FnExtension<F>
+where
+    F: Fn(ActivationContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), ExtensionError>> + Send + 'static,
+{
+    fn activate(&self, context: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin((self.activate)(context))
     }
 }
 

@@ -44,7 +44,7 @@ impl InProcessFactories {
 }
 
 /// One manifest file that could not become an extension.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ManifestFileFailure {
     /// The manifest file (or folder entry) concerned.
     pub file: Option<PathBuf>,

@@ -46,6 +46,7 @@ use contain::under_queue_of;
 use drive::Driver;
 use shell::{Deadlines, Inner, Shell};
 use trace::caused_by;
+use tracing::Instrument;
 
 use crate::core::{
     Binding, Effect, HookDiagnostic, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Status,
@@ -179,7 +180,7 @@ impl HostOptions {
 }
 
 /// How a successful `activate` call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Activation {
     /// This call activated the extension.
     Activated,
@@ -188,7 +189,7 @@ pub enum Activation {
 }
 
 /// What one `emit` did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EmitReport {
     /// Hooks that failed or panicked, in delivery order (H-10).
     pub diagnostics: Vec<HookDiagnostic>,
@@ -199,7 +200,7 @@ pub struct EmitReport {
 }
 
 /// One extension as `extensions()` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExtensionInfo {
     /// Its id.
     pub id: String,
@@ -400,6 +401,7 @@ impl ExtensionHost {
                         shell.eager.push(def.id.clone());
                     }
                 }
+                tracing::info!(extensions = definitions.len(), "discovered");
                 for def in definitions {
                     for d in def.declared_tools.iter().flatten() {
                         let name = format!("{}:{}", def.id, d.name);
@@ -478,7 +480,31 @@ impl ExtensionHost {
     /// Activating an active extension succeeds without effect; a failed one
     /// may be activated again.
     pub async fn activate(&self, id: &str) -> Result<Activation, HostError> {
-        caused_by(PublicCall::Activate(id.to_owned()), self.activate_inner(id)).await
+        let span = tracing::info_span!("exthost.activate", extension = id);
+        async {
+            let started = std::time::Instant::now();
+            let result =
+                caused_by(PublicCall::Activate(id.to_owned()), self.activate_inner(id)).await;
+            let elapsed_us = started.elapsed().as_micros() as u64;
+            match &result {
+                Ok(Activation::Activated) => {
+                    tracing::info!(outcome = "activated", elapsed_us, "activation committed")
+                }
+                Ok(Activation::AlreadyActive) => {
+                    tracing::debug!(outcome = "already_active", elapsed_us, "already active")
+                }
+                Err(e) => tracing::warn!(
+                    outcome = e.code(),
+                    cause = e.cause_code(),
+                    elapsed_us,
+                    error = %e,
+                    "activation failed"
+                ),
+            }
+            result
+        }
+        .instrument(span)
+        .await
     }
 
     async fn activate_inner(&self, id: &str) -> Result<Activation, HostError> {
@@ -509,7 +535,35 @@ impl ExtensionHost {
     /// transactional path, so their new hooks receive this triggering event
     /// exactly once (M-4).
     pub async fn emit(&self, event: Event) -> Result<EmitReport, HostError> {
-        caused_by(PublicCall::Emit(event.name.clone()), self.emit_inner(event)).await
+        let span = tracing::info_span!("exthost.emit", event = %event.name);
+        async {
+            let started = std::time::Instant::now();
+            let result =
+                caused_by(PublicCall::Emit(event.name.clone()), self.emit_inner(event)).await;
+            let elapsed_us = started.elapsed().as_micros() as u64;
+            match &result {
+                Ok(report) => {
+                    for d in &report.diagnostics {
+                        tracing::warn!(
+                            extension = %d.extension_id,
+                            hook = d.hook_index,
+                            message = %d.message,
+                            "hook failed"
+                        );
+                    }
+                    tracing::info!(
+                        diagnostics = report.diagnostics.len(),
+                        activated = report.activated.len(),
+                        elapsed_us,
+                        "event delivered"
+                    );
+                }
+                Err(e) => tracing::warn!(outcome = e.code(), error = %e, "emit refused"),
+            }
+            result
+        }
+        .instrument(span)
+        .await
     }
 
     async fn emit_inner(&self, event: Event) -> Result<EmitReport, HostError> {
@@ -602,7 +656,24 @@ impl ExtensionHost {
     /// first one's outcome. Once called, shutdown completes even if this
     /// future is dropped.
     pub async fn dispose(&self) -> Result<(), HostError> {
-        caused_by(PublicCall::Dispose, self.dispose_inner()).await
+        let span = tracing::info_span!("exthost.dispose");
+        async {
+            let started = std::time::Instant::now();
+            let result = caused_by(PublicCall::Dispose, self.dispose_inner()).await;
+            let elapsed_us = started.elapsed().as_micros() as u64;
+            match &result {
+                Ok(()) => tracing::info!(outcome = "disposed", elapsed_us, "host shut down"),
+                Err(e) => tracing::warn!(
+                    outcome = e.code(),
+                    elapsed_us,
+                    error = %e,
+                    "host shut down with failures"
+                ),
+            }
+            result
+        }
+        .instrument(span)
+        .await
     }
 
     async fn dispose_inner(&self) -> Result<(), HostError> {
@@ -670,10 +741,20 @@ impl ExtensionHost {
     /// extensions, so the result is `TOOL_ACTIVATION_DENIED` and nothing
     /// starts (M-4); see [`ExtensionHost::call_tool_activating`].
     pub async fn call_tool(&self, name: &str, input: Value) -> Result<Value, HostError> {
-        caused_by(
-            PublicCall::CallTool(name.to_owned()),
-            calls::call(&self.inner, name, input),
-        )
+        let span = tracing::debug_span!("exthost.call", tool = name);
+        async {
+            let result = caused_by(
+                PublicCall::CallTool(name.to_owned()),
+                calls::call(&self.inner, name, input),
+            )
+            .await;
+            match &result {
+                Ok(_) => tracing::debug!(outcome = "ok", "tool call returned"),
+                Err(e) => tracing::debug!(outcome = e.code(), error = %e, "tool call failed"),
+            }
+            result
+        }
+        .instrument(span)
         .await
     }
 

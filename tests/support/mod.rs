@@ -4,6 +4,7 @@
 //! when the test ends ([`Checked`]).
 #![allow(dead_code)]
 
+pub mod capture;
 pub mod trace_check;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! drop-under-lock cells are caught. Two threads each: explored
 //! exhaustively.
 
-use exthost::Published;
+use exthost::publication::Published;
 use exthost_loom_tests::harness::{
     Bound, DETACHED, DROPPED_UNDER_LOCK, TORN, check, expect_violation,
 };

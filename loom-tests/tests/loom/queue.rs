@@ -6,7 +6,7 @@
 //! three-thread ones within `Bound::DEFAULT` (`LOOM_MAX_PREEMPTIONS`
 //! overrides it).
 
-use exthost::SerialQueue;
+use exthost::queue::SerialQueue;
 use exthost_loom_tests::harness::{
     Bound, CLOSE, DISPOSE_ORDER, FIFO, MUTUAL_EXCLUSION, STALE_WAKER, WEDGED, check,
     expect_violation,
