@@ -185,6 +185,38 @@ fn call_starts_only_the_owner_of_the_tool_and_prints_its_result() {
         .stderr(predicate::str::contains("started: text-tools\n"));
 }
 
+/// The MCP reference server from npm, hosted through its manifest
+/// (`scripts/install-test-servers` puts it in `test-servers/`; `scripts/test`
+/// runs that first).
+#[test]
+fn call_starts_a_real_mcp_server_calls_it_and_shuts_it_down() {
+    let entry = repo()
+        .join("test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        entry.is_file(),
+        "the MCP reference server is not installed: run scripts/install-test-servers"
+    );
+    exthost()
+        .args([
+            "call",
+            "examples/manifests/mcp",
+            "everything:echo",
+            "--input",
+            r#"{"message": "hello from exthost"}"#,
+        ])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Echo: hello from exthost"))
+        .stdout(predicate::str::contains(r#""isError": false"#))
+        .stderr(predicate::str::contains("called everything:echo; started: everything"));
+    exthost()
+        .args(["inspect", "examples/manifests/mcp"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("everything:get-sum"));
+}
+
 #[test]
 fn call_accepts_the_api_name() {
     exthost()
