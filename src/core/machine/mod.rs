@@ -537,6 +537,11 @@ impl HostCore {
         let (op, ext) =
             self.current_activation(context, |s| matches!(s, ActivationStep::Factory))?;
         match result {
+            // A completion after the deadline is the deadline's, failed or
+            // not (H-12).
+            Err(_) if self.activating_mut(ext).cancelled == Some(Cancellation::Deadline) => {
+                Ok(self.start_rollback(op, ext, FailureCause::DeadlinePassed))
+            }
             Err(failure) => Ok(self.start_rollback(op, ext, FailureCause::Factory(failure))),
             Ok(()) => {
                 let a = self.activating_mut(ext);
