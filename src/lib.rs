@@ -116,9 +116,7 @@ pub mod id;
 pub mod manifest;
 #[cfg(all(feature = "process", not(exthost_loom)))]
 pub mod process;
-/// Internal: the shell's publication cell, public for the loom suites.
 pub mod publication;
-/// Internal: the shell's serialized queue, public for the loom suites.
 pub mod queue;
 pub mod resources;
 mod sync;

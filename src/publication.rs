@@ -1,5 +1,8 @@
 //! The registry publication cell (docs/spec.md H-4, H-9, INV-1).
 //!
+//! Internal: public only for the loom suites (`loom-tests/`); not part of
+//! the API an embedding program uses.
+//!
 //! The host keeps its live registry as an immutable snapshot in a
 //! [`Published`] cell. A commit builds the whole next registry aside and
 //! swaps it in with one [`store`](Published::store); readers take the current

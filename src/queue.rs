@@ -1,5 +1,8 @@
 //! The serialized FIFO operation queue of the shell (docs/spec.md H-3, H-11, INV-4).
 //!
+//! Internal: public only for the loom suites (`loom-tests/`); not part of
+//! the API an embedding program uses.
+//!
 //! Every host operation (`activate`, `emit`, `dispose`, `reload`) first takes
 //! a [`Ticket`] with [`SerialQueue::enqueue`], synchronously, in call order,
 //! then awaits it. The ticket resolves to a [`Turn`] once every earlier ticket
