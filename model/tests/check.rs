@@ -76,6 +76,9 @@ fn stateright_agrees_through_its_own_assertions() {
         refused: 1,
         cleanup_failures: 2,
         tool_names: vec!["m_x".into()],
+        calls: 1,
+        deadlines: 1,
+        losses: 1,
     };
     let checker = HostModel::new(bounds).checker().spawn_dfs().join();
     for p in HostModel::new(Bounds::ci()).properties() {
@@ -105,6 +108,9 @@ fn the_state_graph_has_no_cycle() {
         refused: 2,
         cleanup_failures: 2,
         tool_names: vec!["m_x".into()],
+        calls: 1,
+        deadlines: 1,
+        losses: 1,
     };
     let model = HostModel::new(bounds);
     #[derive(PartialEq)]
