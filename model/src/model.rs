@@ -328,20 +328,51 @@ impl HostModel {
     }
 
     /// A deadline expiry and a lost task for the step `on` of the running
-    /// operation `op`, within the per-operation bounds.
-    fn time_actions(&self, s: &State, op: OpId, on: Awaited, deadline: bool, out: &mut Vec<Action>) {
+    /// operation `op`, within the per-operation bounds (`deadline`: the
+    /// step has a deadline that has not fired yet).
+    ///
+    /// Where they are offered is part of the bounds (see
+    /// `docs/model-checking.md`): a lost `activate` only before it
+    /// registered anything or while it hangs (elsewhere it is exactly an
+    /// `activate` error, which the model explores at every point); cleanup
+    /// steps time out or are lost only in the shutdown, and each such step
+    /// uses the operation's bound of failing cleanup steps.
+    fn time_actions(
+        &self,
+        s: &State,
+        op: OpId,
+        on: Awaited,
+        deadline: bool,
+        out: &mut Vec<Action>,
+    ) {
         let b = &self.scenario.bounds;
-        if deadline && usize::from(s.env.op_deadlines) < b.deadlines {
+        let env = &s.env;
+        // An activate times out or is lost only before it registered
+        // anything (a hung one included).
+        let here = match on {
+            Awaited::Activate => env
+                .running
+                .iter()
+                .find(|a| a.op == op)
+                .is_some_and(|a| a.tool_attempts + a.hook_attempts + a.disposer_attempts == 0),
+            _ => true,
+        };
+        if here && deadline && usize::from(env.op_deadlines) < b.deadlines {
             out.push(Action::Deadline { op, on });
         }
-        if usize::from(s.env.op_losses) < b.losses {
+        if here && usize::from(env.op_losses) < b.losses {
             out.push(Action::Lost { op, on });
         }
     }
 
     /// Each call in flight ends, with or without its own deadline passed.
     fn finish_actions(&self, s: &State, ext: Option<&str>, out: &mut Vec<Action>) {
-        for c in s.env.calls.iter().filter(|c| ext.is_none_or(|e| e == c.ext)) {
+        for c in s
+            .env
+            .calls
+            .iter()
+            .filter(|c| ext.is_none_or(|e| e == c.ext))
+        {
             for deadline_passed in [false, true] {
                 out.push(Action::CallFinish {
                     call: c.call,
@@ -409,6 +440,24 @@ impl HostModel {
             return;
         };
         let ext = self.ext_index(&a.ext);
+        if a.deadline {
+            // Once its deadline passed, the activate's result no longer
+            // counts (the deadline's does), so it returns at once, with Ok:
+            // the result a core that let a completion beat its deadline
+            // would commit. Reduction: registrations commute with the
+            // deadline (`Register` does not read the signal, the deadline
+            // does not read what is staged), so the states where the
+            // activate registers after its deadline are reached by
+            // registering first; and a `dispose` requested after it fires
+            // nothing, so it commutes with the return and the rollback and
+            // is covered by the idle point after them.
+            out.push(Action::ActivateReturned {
+                ext,
+                context,
+                ok: true,
+            });
+            return;
+        }
         if a.hung {
             // A hung activate returns only after its signal fired.
             if a.cancelled {
@@ -534,7 +583,25 @@ impl HostModel {
                         ok,
                     });
                 }
-                self.time_actions(s, op, Awaited::Cleanup, true, out);
+                // Only in the shutdown, and a timed-out or lost step is a
+                // failing step: it uses the operation's bound of failing
+                // cleanup steps too.
+                let shutdown = env
+                    .ops
+                    .iter()
+                    .any(|p| p.op == op && p.kind == OpKind::Dispose);
+                // The first cleanup step of each extension (the one the wait
+                // for its calls precedes).
+                let first = env
+                    .cleanup
+                    .iter()
+                    .rev()
+                    .filter(|c| c.op == op)
+                    .nth(1)
+                    .is_none_or(|prev| prev.step.extension != step.extension);
+                if shutdown && first && outcomes.len() == 2 {
+                    self.time_actions(s, op, Awaited::Cleanup, true, out);
+                }
             }
             Some(Awaiting::Calls(op, ext)) => {
                 self.finish_actions(s, Some(&ext), out);
@@ -711,7 +778,10 @@ impl HostModel {
                 if let Some(a) = env.activation_mut(*context) {
                     a.open = false;
                     let ext = a.ext.clone();
-                    if self.scenario.bounds.late {
+                    // After a deadline the late window is not opened: the
+                    // same registrations are tried after the ordinary
+                    // returns, and a refused one changes nothing.
+                    if self.scenario.bounds.late && !a.deadline {
                         env.closed = Some((*context, ext));
                     }
                 }

@@ -762,27 +762,34 @@ pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
         }));
     }
     if b.calls > 0 {
-        p.push(sometimes("a shutdown that waited for a tool call", |_, s| {
-            s.env.note == Some(Note::CallDrained)
-        }));
-        p.push(sometimes("a tool call refused after the shutdown", |_, s| {
-            s.env.note == Some(Note::CallRefusedAfterShutdown)
-        }));
+        p.push(sometimes(
+            "a shutdown that waited for a tool call",
+            |_, s| s.env.note == Some(Note::CallDrained),
+        ));
+        p.push(sometimes(
+            "a tool call refused after the shutdown",
+            |_, s| s.env.note == Some(Note::CallRefusedAfterShutdown),
+        ));
         if b.deadlines > 0 || b.losses > 0 {
-            p.push(sometimes("a tool call abandoned by the shutdown", |_, s| {
-                s.env.note == Some(Note::CallsAbandoned)
-            }));
-            p.push(sometimes("an abandoned call's late result discarded", |_, s| {
-                s.env.note == Some(Note::AbandonedCallDiscarded)
-            }));
+            p.push(sometimes(
+                "a tool call abandoned by the shutdown",
+                |_, s| s.env.note == Some(Note::CallsAbandoned),
+            ));
+            p.push(sometimes(
+                "an abandoned call's late result discarded",
+                |_, s| s.env.note == Some(Note::AbandonedCallDiscarded),
+            ));
         }
     }
     if b.deadlines > 0 {
-        p.push(sometimes("an activation rolled back by its deadline", |_, s| {
-            any_settled(s, |st| {
-                matches!(cause(st), Some(FailureCause::DeadlinePassed))
-            })
-        }));
+        p.push(sometimes(
+            "an activation rolled back by its deadline",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(cause(st), Some(FailureCause::DeadlinePassed))
+                })
+            },
+        ));
         p.push(sometimes(
             "a cleanup step timed out (EXTENSION_TIMEOUT)",
             |_, s| any_settled(s, |st| cleanup_failed_with(st, TIMEOUT)),

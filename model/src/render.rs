@@ -225,7 +225,9 @@ pub fn effect(e: &Effect) -> String {
         Effect::Forget { .. } => "forget the attempt's handles".into(),
         Effect::ForgetAll => "forget every handle".into(),
         Effect::Settle { op, outcome: o } => format!("settle {op}: {}", outcome(o)),
-        Effect::CallAdmitted(Ok(c)) => format!("call admitted as {} ({}, {})", c.call, c.tool, c.owner),
+        Effect::CallAdmitted(Ok(c)) => {
+            format!("call admitted as {} ({}, {})", c.call, c.tool, c.owner)
+        }
         Effect::CallAdmitted(Err(r)) => format!("call refused: {r:?}"),
         Effect::CallEnded(v) => format!("call ended: {v:?}"),
         Effect::CancelCalls { calls } => {
