@@ -1003,19 +1003,20 @@ impl HostModel {
                         .ops
                         .iter()
                         .any(|p| p.op == op && p.kind == OpKind::Dispose);
-                    let running: Vec<CallId> = env
+                    let running: Vec<String> = env
                         .calls
                         .iter()
                         .filter(|c| c.ext == step.extension)
-                        .map(|c| c.call)
+                        .map(|c| c.call.to_string())
                         .collect();
                     if shutdown && !running.is_empty() {
                         Violations::record(
                             &mut env.violations.inv12a,
                             format!(
-                                "{op}: the cleanup step {} started while the tool calls {running:?} \
+                                "{op}: the cleanup step {} started while the tool calls [{}] \
                                  of {} were running",
                                 render::step(&step),
+                                running.join(", "),
                                 step.extension
                             ),
                         );
