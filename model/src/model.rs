@@ -3,16 +3,18 @@
 //! [`HostCore::apply`] followed by the environment observing the effects.
 
 use exthost::core::{
-    Awaiting, CleanupStep, ContextId, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId,
-    OpKind, OpOutcome, Phase, Registered, Registration, Status,
+    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, CleanupStep, ContextId,
+    Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome, Owner, Phase,
+    Registered, Registration, Status,
 };
 use stateright::{Model, Path, Property};
 
 use crate::properties;
 use crate::render;
-use crate::scenario::{Bounds, DiscoveryStep, LATE_TOOL, Scenario};
+use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, LATE_TOOL, Scenario};
 use crate::state::{
-    Activation, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, Settled, State, Violations,
+    Activation, CallObs, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, Settled, State,
+    Violations,
 };
 
 /// An extension, by its index in [`Scenario::extensions`].
@@ -32,8 +34,26 @@ pub enum Reg {
     Disposer,
 }
 
+/// The step the core awaits when a deadline passes or a task is lost (it
+/// only makes the action readable: the core knows what it awaits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Awaited {
+    /// The factory of an activation.
+    Factory,
+    /// The `activate` of an activation.
+    Activate,
+    /// A hook of an emit.
+    Hook,
+    /// A cleanup step (rollback or shutdown).
+    Cleanup,
+    /// The wait for an extension's tool calls before its first shutdown
+    /// cleanup step.
+    Calls,
+}
+
 /// One step of the environment. Every variant but [`Action::Hang`] is fed
-/// to the core as the [`Input`] of the same name.
+/// to the core as the [`Input`] of the same name (`CallStart`,
+/// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Action {
     /// Submit the discovery batch of this script step.
@@ -124,6 +144,40 @@ pub enum Action {
         /// What.
         reg: Reg,
     },
+    /// A caller calls a tool (`CallStart`): a live tool of an extension
+    /// just before the shutdown begins, or, right after the shutdown
+    /// completed, a tool that was live (which the core must refuse).
+    CallStart {
+        /// The extension whose tool it is (`None`: the base tool).
+        ext: Option<Ext>,
+        /// The runtime name called.
+        tool: String,
+    },
+    /// A tool call ends (`CallFinished`).
+    CallFinish {
+        /// The call.
+        call: CallId,
+        /// The extension whose tool it runs.
+        ext: Ext,
+        /// The call's own deadline had passed.
+        deadline_passed: bool,
+    },
+    /// The deadline of the step the running operation awaits passes
+    /// (`DeadlinePassed`).
+    Deadline {
+        /// The running operation.
+        op: OpId,
+        /// The step it awaits.
+        on: Awaited,
+    },
+    /// The task performing the step the running operation awaits ends
+    /// without a result (`StepLost`).
+    Lost {
+        /// The running operation.
+        op: OpId,
+        /// The step it awaits.
+        on: Awaited,
+    },
 }
 
 /// The model: a scenario, and the seeded bug the core runs (if any).
@@ -184,6 +238,7 @@ impl HostModel {
                 requests_left: clamp(b.ops),
                 withdraws_left: clamp(b.withdraws),
                 hangs_left: clamp(b.hangs),
+                calls_left: clamp(b.calls),
                 ..Env::default()
             },
         }
@@ -258,7 +313,125 @@ impl HostModel {
                 op: *op,
                 result: result(*ok, "cleanup step"),
             },
+            Action::CallStart { tool, .. } => Input::CallStart { tool: tool.clone() },
+            Action::CallFinish {
+                call,
+                deadline_passed,
+                ..
+            } => Input::CallFinished {
+                call: *call,
+                deadline_passed: *deadline_passed,
+            },
+            Action::Deadline { op, .. } => Input::DeadlinePassed { op: *op },
+            Action::Lost { op, .. } => Input::StepLost { op: *op },
         })
+    }
+
+    /// A deadline expiry and a lost task for the step `on` of the running
+    /// operation `op`, within the per-operation bounds (`deadline`: the
+    /// step has a deadline that has not fired yet).
+    ///
+    /// Where they are offered is part of the bounds (see
+    /// `docs/model-checking.md`): a lost `activate` only before it
+    /// registered anything or while it hangs (elsewhere it is exactly an
+    /// `activate` error, which the model explores at every point); cleanup
+    /// steps time out or are lost only in the shutdown, and each such step
+    /// uses the operation's bound of failing cleanup steps.
+    fn time_actions(
+        &self,
+        s: &State,
+        op: OpId,
+        on: Awaited,
+        deadline: bool,
+        out: &mut Vec<Action>,
+    ) {
+        let b = &self.scenario.bounds;
+        let env = &s.env;
+        // An activate times out or is lost only before it registered
+        // anything (a hung one included).
+        let here = match on {
+            Awaited::Activate => env
+                .running
+                .iter()
+                .find(|a| a.op == op)
+                .is_some_and(|a| a.tool_attempts + a.hook_attempts + a.disposer_attempts == 0),
+            _ => true,
+        };
+        if here && deadline && usize::from(env.op_deadlines) < b.deadlines {
+            out.push(Action::Deadline { op, on });
+        }
+        if here && usize::from(env.op_losses) < b.losses {
+            out.push(Action::Lost { op, on });
+        }
+    }
+
+    /// Each call in flight ends, with or without its own deadline passed.
+    fn finish_actions(&self, s: &State, ext: Option<&str>, out: &mut Vec<Action>) {
+        for c in s
+            .env
+            .calls
+            .iter()
+            .filter(|c| ext.is_none_or(|e| e == c.ext))
+        {
+            for deadline_passed in [false, true] {
+                out.push(Action::CallFinish {
+                    call: c.call,
+                    ext: self.ext_index(&c.ext),
+                    deadline_passed,
+                });
+            }
+        }
+    }
+
+    /// Tool calls a caller may start: one per extension with a live tool
+    /// (the first, in publication order). The core records only a call's
+    /// owner, so calling another tool of the same extension reaches the
+    /// same state.
+    fn call_starts(&self, s: &State, out: &mut Vec<Action>) {
+        let mut seen: Vec<&str> = Vec::new();
+        for e in s.core.registry().iter() {
+            if let (Owner::Extension(id), Binding::Live(_)) = (&e.owner, e.binding)
+                && !seen.contains(&id.as_str())
+            {
+                seen.push(id);
+                out.push(Action::CallStart {
+                    ext: Some(self.ext_index(id)),
+                    tool: e.name.clone(),
+                });
+            }
+        }
+    }
+
+    /// Right after the shutdown completed, a caller calls a tool that was
+    /// live before it (the first tool of the last extension activated, or
+    /// the base tool): the core must refuse it (INV-12).
+    fn call_after_shutdown(&self, s: &State, out: &mut Vec<Action>) {
+        let just_disposed = s
+            .env
+            .last
+            .iter()
+            .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
+        if !just_disposed {
+            return;
+        }
+        let action = s
+            .env
+            .active
+            .iter()
+            .rev()
+            .find_map(|a| {
+                let meta = self.scenario.meta(&a.ext)?;
+                let (_, name) = a.tools.first()?;
+                Some(Action::CallStart {
+                    ext: Some(self.ext_index(&a.ext)),
+                    tool: meta.runtime_tool_name(name),
+                })
+            })
+            .unwrap_or(Action::CallStart {
+                ext: None,
+                tool: BASE_TOOL.into(),
+            });
+        out.push(action);
     }
 
     fn activation_actions(&self, s: &State, context: ContextId, out: &mut Vec<Action>) {
@@ -267,6 +440,24 @@ impl HostModel {
             return;
         };
         let ext = self.ext_index(&a.ext);
+        if a.deadline {
+            // Once its deadline passed, the activate's result no longer
+            // counts (the deadline's does), so it returns at once, with Ok:
+            // the result a core that let a completion beat its deadline
+            // would commit. Reduction: registrations commute with the
+            // deadline (`Register` does not read the signal, the deadline
+            // does not read what is staged), so the states where the
+            // activate registers after its deadline are reached by
+            // registering first; and a `dispose` requested after it fires
+            // nothing, so it commutes with the return and the rollback and
+            // is covered by the idle point after them.
+            out.push(Action::ActivateReturned {
+                ext,
+                context,
+                ok: true,
+            });
+            return;
+        }
         if a.hung {
             // A hung activate returns only after its signal fired.
             if a.cancelled {
@@ -276,6 +467,7 @@ impl HostModel {
                     ok: true,
                 });
             }
+            self.time_actions(s, a.op, Awaited::Activate, !a.cancelled, out);
             return;
         }
         if usize::from(a.tool_attempts) < b.tools {
@@ -308,6 +500,9 @@ impl HostModel {
         for ok in [true, false] {
             out.push(Action::ActivateReturned { ext, context, ok });
         }
+        // A deadline fires the signal; a signal that already fired (by a
+        // shutdown) keeps its cause, so the deadline changes nothing then.
+        self.time_actions(s, a.op, Awaited::Activate, !a.cancelled, out);
     }
 
     /// The inputs the core awaits now: the queue head's `Begin`, or the
@@ -334,6 +529,7 @@ impl HostModel {
                             ok,
                         });
                     }
+                    self.time_actions(s, a.op, Awaited::Factory, !a.cancelled, out);
                 }
             }
             Some(Awaiting::Activate(context)) => self.activation_actions(s, context, out),
@@ -366,6 +562,8 @@ impl HostModel {
                         });
                     }
                 }
+                // Hooks have no deadline in the core; their task may die.
+                self.time_actions(s, op, Awaited::Hook, false, out);
             }
             Some(Awaiting::Cleanup(op, step)) => {
                 let failed = env
@@ -385,6 +583,29 @@ impl HostModel {
                         ok,
                     });
                 }
+                // Only in the shutdown, and a timed-out or lost step is a
+                // failing step: it uses the operation's bound of failing
+                // cleanup steps too.
+                let shutdown = env
+                    .ops
+                    .iter()
+                    .any(|p| p.op == op && p.kind == OpKind::Dispose);
+                // The first cleanup step of each extension (the one the wait
+                // for its calls precedes).
+                let first = env
+                    .cleanup
+                    .iter()
+                    .rev()
+                    .filter(|c| c.op == op)
+                    .nth(1)
+                    .is_none_or(|prev| prev.step.extension != step.extension);
+                if shutdown && first && outcomes.len() == 2 {
+                    self.time_actions(s, op, Awaited::Cleanup, true, out);
+                }
+            }
+            Some(Awaiting::Calls(op, ext)) => {
+                self.finish_actions(s, Some(&ext), out);
+                self.time_actions(s, op, Awaited::Calls, true, out);
             }
             None => {}
         }
@@ -421,6 +642,19 @@ impl HostModel {
         }
     }
 
+    /// True when calls may start now: the core awaits `Begin` of the
+    /// dispose (see the partial-order reduction in [`Model::actions`]).
+    fn call_point(&self, s: &State) -> bool {
+        match s.core.awaiting() {
+            Some(Awaiting::Begin(op)) => s
+                .env
+                .ops
+                .iter()
+                .any(|p| p.op == op && p.kind == OpKind::Dispose),
+            _ => false,
+        }
+    }
+
     /// Applies `action` to a copy of `last` and observes the effects.
     /// Returns `None` only for a refused scheduler probe (see
     /// [`Action::Begin`]).
@@ -430,6 +664,7 @@ impl HostModel {
         s.env.note = None;
         s.env.closed = None;
         s.env.opened = None;
+        s.env.abandoned.clear();
         if !matches!(action, Action::Discover(_)) {
             // Refused batches are tried only right after the first batch,
             // before anything else happens (they change nothing, so trying
@@ -468,15 +703,22 @@ impl HostModel {
                 Some(s)
             }
             Ok(effects) => {
-                self.observe(&mut s, before, action, effects);
+                self.observe(&mut s, last, action, effects);
                 check_statuses(before, &mut s);
                 check_api_names(before, &mut s);
+                check_calls(&mut s);
                 Some(s)
             }
         }
     }
 
-    fn observe(&self, s: &mut State, before: &HostCore, action: &Action, effects: Vec<Effect>) {
+    fn observe(&self, s: &mut State, last: &State, action: &Action, effects: Vec<Effect>) {
+        let before = &last.core;
+        let was = &last.env;
+        let drained = matches!(action, Action::CallFinish { .. })
+            && effects
+                .iter()
+                .any(|e| matches!(e, Effect::RunCleanup { .. }));
         let env = &mut s.env;
         let protocol = |env: &mut Env, message: String| {
             Violations::record(&mut env.violations.protocol, message);
@@ -536,7 +778,10 @@ impl HostModel {
                 if let Some(a) = env.activation_mut(*context) {
                     a.open = false;
                     let ext = a.ext.clone();
-                    if self.scenario.bounds.late {
+                    // After a deadline the late window is not opened: the
+                    // same registrations are tried after the ordinary
+                    // returns, and a refused one changes nothing.
+                    if self.scenario.bounds.late && !a.deadline {
                         env.closed = Some((*context, ext));
                     }
                 }
@@ -591,7 +836,71 @@ impl HostModel {
                 }
             }
             Action::Hang { .. } => unreachable!("handled before apply"),
+            Action::CallStart { .. } => {
+                // The probe after the shutdown uses no bound (it lasts one
+                // step).
+                if !was.disposed {
+                    env.calls_left = env.calls_left.saturating_sub(1);
+                }
+            }
+            Action::CallFinish { .. } => {
+                if drained {
+                    env.note = Some(Note::CallDrained);
+                }
+            }
+            Action::Deadline { op, on } => {
+                env.op_deadlines += 1;
+                match on {
+                    Awaited::Factory | Awaited::Activate => {
+                        if let Some(a) = env.running.iter_mut().find(|a| a.op == *op) {
+                            a.deadline = true;
+                        }
+                    }
+                    Awaited::Cleanup => {
+                        if let Some(obs) = running_cleanup(env, *op) {
+                            obs.failed = Some(true);
+                            obs.deadline = true;
+                        }
+                    }
+                    Awaited::Hook | Awaited::Calls => {}
+                }
+            }
+            Action::Lost { op, on } => {
+                env.op_losses += 1;
+                match on {
+                    Awaited::Activate => {
+                        if let Some(a) = env.running.iter_mut().find(|a| a.op == *op) {
+                            a.open = false;
+                        }
+                    }
+                    Awaited::Cleanup => {
+                        if let Some(obs) = running_cleanup(env, *op) {
+                            obs.failed = Some(true);
+                        }
+                    }
+                    Awaited::Hook => {
+                        if let Some(call) = env
+                            .emits
+                            .iter_mut()
+                            .find(|e| e.op == *op)
+                            .and_then(|e| e.calls.last_mut())
+                        {
+                            call.1 = Some(true);
+                        }
+                    }
+                    Awaited::Factory | Awaited::Calls => {}
+                }
+            }
         }
+        // INV-12b: after the shutdown completed, no extension code runs.
+        let after_shutdown = |env: &mut Env, what: String| {
+            if was.disposed {
+                Violations::record(
+                    &mut env.violations.inv12b,
+                    format!("after the shutdown completed the core asked to {what}"),
+                );
+            }
+        };
         // What the core's effects tell it, in order.
         for effect in effects {
             match effect {
@@ -660,33 +969,176 @@ impl HostModel {
                             ),
                         );
                     }
+                    after_shutdown(env, format!("call the factory of {extension}"));
                     env.running.push(Activation::new(op, extension, context));
                 }
-                Effect::RunActivate { context, .. } => match env.activation_mut(context) {
-                    Some(a) => {
-                        a.open = true;
-                        if self.scenario.bounds.late {
-                            env.opened = Some(context);
+                Effect::RunActivate { context, extension } => {
+                    after_shutdown(env, format!("run the activate of {extension}"));
+                    match env.activation_mut(context) {
+                        Some(a) => {
+                            a.open = true;
+                            if self.scenario.bounds.late {
+                                env.opened = Some(context);
+                            }
                         }
+                        None => protocol(env, format!("activate run for unknown {context}")),
                     }
-                    None => protocol(env, format!("activate run for unknown {context}")),
-                },
+                }
                 Effect::Cancel { context } => match env.activation_mut(context) {
                     Some(a) => a.cancelled = true,
                     None => protocol(env, format!("cancel of unknown {context}")),
                 },
-                Effect::RunHook { op, hook } => match env.emits.iter_mut().find(|e| e.op == op) {
-                    Some(e) => e.calls.push((hook, None)),
-                    None => protocol(env, format!("a hook run for {op}, not an emit")),
-                },
-                Effect::RunCleanup { op, step } => env.cleanup.push(CleanupObs {
-                    op,
-                    step,
-                    failed: None,
-                }),
+                Effect::RunHook { op, hook } => {
+                    after_shutdown(env, format!("run the hook {}", render::hook(&hook)));
+                    match env.emits.iter_mut().find(|e| e.op == op) {
+                        Some(e) => e.calls.push((hook, None)),
+                        None => protocol(env, format!("a hook run for {op}, not an emit")),
+                    }
+                }
+                Effect::RunCleanup { op, step } => {
+                    after_shutdown(env, format!("run the cleanup step {}", render::step(&step)));
+                    // INV-12a: a shutdown cleanup step starts only once no
+                    // call of its extension runs.
+                    let shutdown = env
+                        .ops
+                        .iter()
+                        .any(|p| p.op == op && p.kind == OpKind::Dispose);
+                    let running: Vec<String> = env
+                        .calls
+                        .iter()
+                        .filter(|c| c.ext == step.extension)
+                        .map(|c| c.call.to_string())
+                        .collect();
+                    if shutdown && !running.is_empty() {
+                        Violations::record(
+                            &mut env.violations.inv12a,
+                            format!(
+                                "{op}: the cleanup step {} started while the tool calls [{}] \
+                                 of {} were running",
+                                render::step(&step),
+                                running.join(", "),
+                                step.extension
+                            ),
+                        );
+                    }
+                    env.cleanup.push(CleanupObs {
+                        op,
+                        step,
+                        failed: None,
+                        deadline: false,
+                    });
+                }
                 Effect::Publish | Effect::Forget { .. } | Effect::ForgetAll => {}
                 Effect::Settle { op, outcome } => settle(env, op, outcome),
+                Effect::CallAdmitted(reply) => self.call_reply(env, was, action, reply),
+                Effect::CallEnded(verdict) => {
+                    let Action::CallFinish {
+                        call,
+                        deadline_passed,
+                        ..
+                    } = action
+                    else {
+                        protocol(env, "a call verdict for another input".into());
+                        continue;
+                    };
+                    let expected = if let Some(i) = env.calls.iter().position(|c| c.call == *call) {
+                        env.calls.remove(i);
+                        if *deadline_passed {
+                            CallVerdict::TimedOut
+                        } else {
+                            CallVerdict::Delivered
+                        }
+                    } else if was.abandoned.iter().any(|c| c.call == *call) {
+                        env.note = Some(Note::AbandonedCallDiscarded);
+                        CallVerdict::Discarded
+                    } else {
+                        protocol(env, format!("{call} ended but was never admitted"));
+                        continue;
+                    };
+                    if verdict != expected {
+                        protocol(
+                            env,
+                            format!("{call} ended with {verdict:?} where {expected:?} was due"),
+                        );
+                    }
+                }
+                Effect::CancelCalls { calls } => {
+                    for call in calls {
+                        match env.calls.iter_mut().find(|c| c.call == call) {
+                            Some(c) => c.cancelled = true,
+                            None => protocol(env, format!("cancel of {call}, not in flight")),
+                        }
+                    }
+                }
+                Effect::AbandonCalls { calls } => {
+                    for call in calls {
+                        match env.calls.iter().position(|c| c.call == call) {
+                            Some(i) => {
+                                let c = env.calls.remove(i);
+                                env.abandoned.push(c);
+                            }
+                            None => protocol(env, format!("abandon of {call}, not in flight")),
+                        }
+                    }
+                    env.note = Some(Note::CallsAbandoned);
+                }
             }
+        }
+    }
+
+    /// The reply to `CallStart`: before the shutdown began the call of a
+    /// live tool is admitted; afterwards every call is refused (INV-12b).
+    fn call_reply(
+        &self,
+        env: &mut Env,
+        was: &Env,
+        action: &Action,
+        reply: Result<AdmittedCall, CallRefused>,
+    ) {
+        let Action::CallStart { ext, tool } = action else {
+            Violations::record(
+                &mut env.violations.protocol,
+                "a call reply to another input".into(),
+            );
+            return;
+        };
+        match reply {
+            Ok(admitted) => {
+                if was.dispose_begun {
+                    Violations::record(
+                        &mut env.violations.inv12b,
+                        format!(
+                            "the call of {tool} was admitted ({}) after the shutdown began",
+                            admitted.call
+                        ),
+                    );
+                }
+                let id = ext.map(|e| self.ext_id(e).to_owned());
+                let owner_ok = match &id {
+                    Some(id) => admitted.owner == Owner::Extension(id.clone()),
+                    None => admitted.owner == Owner::Base,
+                };
+                if !owner_ok {
+                    Violations::record(
+                        &mut env.violations.protocol,
+                        format!("the call of {tool} runs a tool of {}", admitted.owner),
+                    );
+                }
+                if let Some(ext) = id {
+                    env.calls.push(CallObs {
+                        call: admitted.call,
+                        ext,
+                        cancelled: false,
+                    });
+                }
+            }
+            Err(CallRefused::HostDisposed) if was.dispose_begun => {
+                env.note = Some(Note::CallRefusedAfterShutdown);
+            }
+            Err(refused) => Violations::record(
+                &mut env.violations.protocol,
+                format!("the call of live {tool} was refused: {refused:?}"),
+            ),
         }
     }
 
@@ -743,7 +1195,31 @@ impl HostModel {
     }
 }
 
+/// The cleanup step of `op` that runs now.
+fn running_cleanup(env: &mut Env, op: OpId) -> Option<&mut CleanupObs> {
+    env.cleanup
+        .iter_mut()
+        .rev()
+        .find(|c| c.op == op && c.failed.is_none())
+}
+
+/// The environment's calls in flight are exactly the core's, in start
+/// order: nothing the core forgot still runs, and nothing it tracks was
+/// answered.
+fn check_calls(s: &mut State) {
+    let core: Vec<CallId> = s.core.calls_in_flight().map(|(c, _)| c).collect();
+    let env: Vec<CallId> = s.env.calls.iter().map(|c| c.call).collect();
+    if core != env {
+        Violations::record(
+            &mut s.env.violations.protocol,
+            format!("the core tracks the calls {core:?} but {env:?} are in flight"),
+        );
+    }
+}
+
 fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
+    env.op_deadlines = 0;
+    env.op_losses = 0;
     let Some(pos) = env.ops.iter().position(|p| p.op == op) else {
         Violations::record(
             &mut env.violations.protocol,
@@ -907,6 +1383,35 @@ impl Model for HostModel {
                 }
                 out.push(Action::Request(OpKind::Emit));
             }
+        }
+        // Tool calls. A call touches only the core's set of calls in
+        // flight, which nothing but the shutdown reads (its wait before an
+        // extension's first cleanup step), and `CallStart` reads only the
+        // registry's live tools, which only grow until the shutdown begins
+        // (no tool leaves the registry before it, and no activation commits
+        // once `dispose` was requested). So a call started at any earlier
+        // point reaches, with the same observations, the states of one
+        // started at the last idle point before the shutdown begins (the
+        // core awaits `Begin` of the dispose): calls start only there. A
+        // call ends at an idle point or while the shutdown waits for its
+        // extension's calls; ending earlier is covered by ending at that
+        // idle point (see `docs/model-checking.md`).
+        if idle && env.calls_left > 0 && self.call_point(s) {
+            self.call_starts(s, out);
+        }
+        if idle {
+            self.finish_actions(s, None, out);
+        }
+        if self.scenario.bounds.calls > 0 {
+            self.call_after_shutdown(s, out);
+        }
+        // An abandoned call may still report its result in the next step.
+        for c in &env.abandoned {
+            out.push(Action::CallFinish {
+                call: c.call,
+                ext: self.ext_index(&c.ext),
+                deadline_passed: false,
+            });
         }
         if idle && env.withdraws_left > 0 {
             for p in &env.ops {

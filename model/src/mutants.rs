@@ -19,7 +19,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 12] = [
+pub const MUTANTS: [MutantCase; 14] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -92,6 +92,18 @@ pub const MUTANTS: [MutantCase; 12] = [
         breaks: &["INV-10"],
         summary: "API-name collisions are not suffixed",
     },
+    MutantCase {
+        mutant: Mutant::CleanupIgnoresCalls,
+        name: "CleanupIgnoresCalls",
+        breaks: &["INV-12a", "INV-12b"],
+        summary: "shutdown cleans an extension up while its tool calls still run",
+    },
+    MutantCase {
+        mutant: Mutant::CompletionBeatsDeadline,
+        name: "CompletionBeatsDeadline",
+        breaks: &["INV-12c"],
+        summary: "an activate returning Ok after its deadline passed is committed",
+    },
 ];
 
 impl MutantCase {
@@ -119,6 +131,9 @@ impl MutantCase {
             refused: 0,
             cleanup_failures: 3,
             tool_names: vec!["x".into()],
+            calls: 0,
+            deadlines: 0,
+            losses: 0,
         };
         match self.mutant {
             Mutant::PublishBeforeValidate => b.tools = 1,
@@ -153,6 +168,16 @@ impl MutantCase {
                 b.manifest = true;
                 b.tools = 1;
                 b.tool_names = vec!["m_x".into()];
+            }
+            Mutant::CleanupIgnoresCalls => {
+                // An active extension with a tool, one call of it.
+                b.tools = 1;
+                b.calls = 1;
+                b.extensions = 1;
+            }
+            Mutant::CompletionBeatsDeadline => {
+                b.deadlines = 1;
+                b.extensions = 1;
             }
         }
         b

@@ -1,5 +1,5 @@
 //! The invariants of docs/spec.md section 6 as stateright properties, named
-//! `INV-1` ... `INV-10`, plus `sometimes` properties that prove the
+//! `INV-1` ... `INV-10` and `INV-12a` ... `INV-12c`, plus `sometimes` properties that prove the
 //! interesting states are reached (a property never exercised is a defect).
 //!
 //! Every check returns `Err(reason)` with the reason in the spec's words, so
@@ -19,10 +19,17 @@ use crate::state::{Activation, Note, Settled, State};
 /// A check with a reason: `Ok` when the state satisfies it.
 pub type Check = fn(&HostModel, &State) -> Result<(), String>;
 
-/// The names of the ten checked invariants, in order.
-pub const INVARIANTS: [&str; 10] = [
+/// The names of the checked invariants, in order (INV-12 is three
+/// properties: calls drained before cleanup, nothing runs after shutdown,
+/// an expired deadline wins).
+pub const INVARIANTS: [&str; 13] = [
     "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "INV-9", "INV-10",
+    "INV-12a", "INV-12b", "INV-12c",
 ];
+
+/// The codes a deadline and a lost task give the step they end.
+const TIMEOUT: &str = exthost::error::codes::EXTENSION_TIMEOUT;
+const TASK_LOST: &str = exthost::error::codes::EXTENSION_TASK_LOST;
 
 /// The property that holds when no input the environment chose was refused
 /// by the core and every reply was one the environment expected.
@@ -516,6 +523,65 @@ pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv10)
 }
 
+/// INV-12a: when a shutdown cleanup step of an extension starts, none of
+/// its tool calls is running (checked on every `RunCleanup` of the
+/// shutdown against the calls the environment sees in flight).
+pub fn inv12a(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv12a)
+}
+
+/// INV-12b: once the shutdown completed, no extension call is in flight
+/// (each finished or was abandoned); no call was admitted after the
+/// shutdown began; no extension code (factory, `activate`, hook, cleanup
+/// step) was asked to run after it completed.
+pub fn inv12b(_: &HostModel, s: &State) -> Result<(), String> {
+    if s.env.disposed
+        && let Some(c) = s.env.calls.first()
+    {
+        return Err(format!(
+            "the shutdown completed while {} of {} still runs",
+            c.call, c.ext
+        ));
+    }
+    flag(&s.env.violations.inv12b)
+}
+
+/// INV-12c: an expired deadline wins. An activation whose deadline passed
+/// never settles `Activated`; a cleanup step whose deadline passed is
+/// reported failed with `EXTENSION_TIMEOUT`.
+pub fn inv12c(_: &HostModel, s: &State) -> Result<(), String> {
+    for settled in &s.env.last {
+        if let (OpOutcome::Activated { extension }, Some(a)) =
+            (&settled.outcome, &settled.activation)
+            && a.deadline
+        {
+            return Err(format!(
+                "{} activated {extension} although its deadline had passed",
+                settled.op
+            ));
+        }
+        let reported = match &settled.outcome {
+            OpOutcome::ActivationFailed(f) => f.cleanup_failures.as_slice(),
+            OpOutcome::Disposed { failures } => failures.as_slice(),
+            _ => &[],
+        };
+        for c in settled.cleanup.iter().filter(|c| c.deadline) {
+            let timed_out = reported
+                .iter()
+                .any(|f| f.step == c.step && f.failure.code == Some(TIMEOUT));
+            if !timed_out {
+                return Err(format!(
+                    "{}: the deadline of the cleanup step {} passed but it is not reported \
+                     failed with {TIMEOUT}",
+                    settled.op,
+                    crate::render::step(&c.step)
+                ));
+            }
+        }
+    }
+    flag(&s.env.violations.inv12c)
+}
+
 /// The environment's protocol: no chosen input refused, no unexpected reply.
 pub fn protocol(_: &HostModel, s: &State) -> Result<(), String> {
     flag(&s.env.violations.protocol)
@@ -534,6 +600,9 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-8" => inv8,
         "INV-9" => inv9_goal,
         "INV-10" => inv10,
+        "INV-12a" => inv12a,
+        "INV-12b" => inv12b,
+        "INV-12c" => inv12c,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -541,6 +610,16 @@ pub fn check(name: &str) -> Option<Check> {
 
 fn any_settled(s: &State, pred: impl Fn(&Settled) -> bool) -> bool {
     s.env.last.iter().any(pred)
+}
+
+/// A cleanup step of this settled operation failed with `code`.
+fn cleanup_failed_with(settled: &Settled, code: &str) -> bool {
+    let failures = match &settled.outcome {
+        OpOutcome::ActivationFailed(f) => f.cleanup_failures.as_slice(),
+        OpOutcome::Disposed { failures } => failures.as_slice(),
+        _ => &[],
+    };
+    failures.iter().any(|f| f.failure.code == Some(code))
 }
 
 fn cause(settled: &Settled) -> Option<&FailureCause> {
@@ -566,6 +645,9 @@ pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
         Property::always("INV-8", |m, s| inv8(m, s).is_ok()),
         Property::eventually("INV-9", |m, s| inv9_goal(m, s).is_ok()),
         Property::always("INV-10", |m, s| inv10(m, s).is_ok()),
+        Property::always("INV-12a", |m, s| inv12a(m, s).is_ok()),
+        Property::always("INV-12b", |m, s| inv12b(m, s).is_ok()),
+        Property::always("INV-12c", |m, s| inv12c(m, s).is_ok()),
         Property::always(PROTOCOL, |m, s| protocol(m, s).is_ok()),
         sometimes(
             "an activation rolled back with a failing disposer",
@@ -678,6 +760,55 @@ pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
                 matches!(cause(st), Some(FailureCause::Declaration(_)))
             })
         }));
+    }
+    if b.calls > 0 {
+        p.push(sometimes(
+            "a shutdown that waited for a tool call",
+            |_, s| s.env.note == Some(Note::CallDrained),
+        ));
+        p.push(sometimes(
+            "a tool call refused after the shutdown",
+            |_, s| s.env.note == Some(Note::CallRefusedAfterShutdown),
+        ));
+        if b.deadlines > 0 || b.losses > 0 {
+            p.push(sometimes(
+                "a tool call abandoned by the shutdown",
+                |_, s| s.env.note == Some(Note::CallsAbandoned),
+            ));
+            p.push(sometimes(
+                "an abandoned call's late result discarded",
+                |_, s| s.env.note == Some(Note::AbandonedCallDiscarded),
+            ));
+        }
+    }
+    if b.deadlines > 0 {
+        p.push(sometimes(
+            "an activation rolled back by its deadline",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(cause(st), Some(FailureCause::DeadlinePassed))
+                })
+            },
+        ));
+        p.push(sometimes(
+            "a cleanup step timed out (EXTENSION_TIMEOUT)",
+            |_, s| any_settled(s, |st| cleanup_failed_with(st, TIMEOUT)),
+        ));
+    }
+    if b.losses > 0 {
+        p.push(sometimes(
+            "a lost step counted as failed (EXTENSION_TASK_LOST)",
+            |_, s| {
+                any_settled(s, |st| {
+                    cleanup_failed_with(st, TASK_LOST)
+                        || matches!(
+                            cause(st),
+                            Some(FailureCause::Factory(f) | FailureCause::Activate(f))
+                                if f.code == Some(TASK_LOST)
+                        )
+                })
+            },
+        ));
     }
     if m.scenario.has_invalid_plain_name() {
         p.push(sometimes(

@@ -8,7 +8,7 @@ use exthost::core::{
     Phase, Registered, Registration,
 };
 
-use crate::model::{Action, HostModel};
+use crate::model::{Action, Awaited, HostModel};
 use crate::scenario::DiscoveryStep;
 use crate::state::{Note, State};
 
@@ -117,6 +117,40 @@ pub fn action(m: &HostModel, action: &Action) -> String {
             ext.map_or("extension code of an earlier attempt", |e| m.ext_id(e)),
             registration(&m.registration(*ext, *reg))
         ),
+        Action::CallStart { ext, tool } => format!(
+            "a caller calls the tool {tool:?} (of {})",
+            ext.map_or("the host", |e| m.ext_id(e))
+        ),
+        Action::CallFinish {
+            call,
+            ext,
+            deadline_passed,
+        } => format!(
+            "{call} (a tool of {}) finishes{}",
+            m.ext_id(*ext),
+            if *deadline_passed {
+                " after its own deadline passed"
+            } else {
+                ""
+            }
+        ),
+        Action::Deadline { op, on } => {
+            format!("{op}: the deadline of {} passes", awaited(*on))
+        }
+        Action::Lost { op, on } => format!(
+            "{op}: the task running {} ends without a result",
+            awaited(*on)
+        ),
+    }
+}
+
+fn awaited(on: Awaited) -> &'static str {
+    match on {
+        Awaited::Factory => "the factory",
+        Awaited::Activate => "activate",
+        Awaited::Hook => "the hook",
+        Awaited::Cleanup => "the cleanup step",
+        Awaited::Calls => "the wait for the extension's tool calls",
     }
 }
 
@@ -131,6 +165,7 @@ fn outcome(o: &OpOutcome) -> String {
                 FailureCause::Registry(e) => format!("{}: {e}", e.code()),
                 FailureCause::Declaration(d) => format!("declaration: {} {}", d.reason, d.tool),
                 FailureCause::Cancelled => "cancelled".into(),
+                FailureCause::DeadlinePassed => "deadline passed".into(),
             };
             let failed: Vec<String> = f.cleanup_failures.iter().map(|s| step(&s.step)).collect();
             if failed.is_empty() {
@@ -190,6 +225,17 @@ pub fn effect(e: &Effect) -> String {
         Effect::Forget { .. } => "forget the attempt's handles".into(),
         Effect::ForgetAll => "forget every handle".into(),
         Effect::Settle { op, outcome: o } => format!("settle {op}: {}", outcome(o)),
+        Effect::CallAdmitted(Ok(c)) => {
+            format!("call admitted as {} ({}, {})", c.call, c.tool, c.owner)
+        }
+        Effect::CallAdmitted(Err(r)) => format!("call refused: {r:?}"),
+        Effect::CallEnded(v) => format!("call ended: {v:?}"),
+        Effect::CancelCalls { calls } => {
+            format!("fire the cancellation signals of the calls {calls:?} and wait for them")
+        }
+        Effect::AbandonCalls { calls } => {
+            format!("abandon the calls {calls:?} (their callers get EXTENSION_TIMEOUT)")
+        }
     }
 }
 
@@ -222,6 +268,7 @@ fn awaiting(s: &State) -> String {
         Some(Awaiting::Activate(c)) => format!("activate of {c} (context open)"),
         Some(Awaiting::Hook(op, h)) => format!("{op}: hook {}", hook(&h)),
         Some(Awaiting::Cleanup(op, st)) => format!("{op}: cleanup {}", step(&st)),
+        Some(Awaiting::Calls(op, ext)) => format!("{op}: the tool calls of {ext}"),
     }
 }
 
@@ -341,22 +388,46 @@ pub fn lines(s: &State) -> Vec<(String, String)> {
         }
         out.push(("settled".into(), text));
     }
+    if !env.calls.is_empty() {
+        let calls: Vec<String> = env
+            .calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} of {}{}",
+                    c.call,
+                    c.ext,
+                    if c.cancelled { " (cancelled)" } else { "" }
+                )
+            })
+            .collect();
+        out.push(("calls in flight".into(), calls.join(", ")));
+    }
+    if !env.abandoned.is_empty() {
+        let calls: Vec<String> = env.abandoned.iter().map(|c| c.call.to_string()).collect();
+        out.push(("calls abandoned".into(), calls.join(", ")));
+    }
     if let Some(n) = env.note {
         let text = match n {
             Note::DiscoveryRefused => "a discovery batch was refused",
             Note::Withdrawn => "a request was withdrawn",
             Note::LateRefused => "a late registration was refused",
             Note::LateAccepted => "a late registration was accepted",
+            Note::CallDrained => "the shutdown waited for a tool call, then went on",
+            Note::CallsAbandoned => "the shutdown abandoned tool calls",
+            Note::AbandonedCallDiscarded => "an abandoned call's late result was discarded",
+            Note::CallRefusedAfterShutdown => "a tool call after the shutdown was refused",
         };
         out.push(("note".into(), text.into()));
     }
     out.push((
         "left".into(),
         format!(
-            "{} requests, {} withdrawals, {} hangs{}",
+            "{} requests, {} withdrawals, {} hangs, {} calls{}",
             env.requests_left,
             env.withdraws_left,
             env.hangs_left,
+            env.calls_left,
             if env.dispose_requested {
                 ", dispose requested"
             } else {
@@ -371,6 +442,9 @@ pub fn lines(s: &State) -> Vec<(String, String)> {
         ("INV-6", &v.inv6),
         ("INV-7", &v.inv7),
         ("INV-10", &v.inv10),
+        ("INV-12a", &v.inv12a),
+        ("INV-12b", &v.inv12b),
+        ("INV-12c", &v.inv12c),
         ("protocol", &v.protocol),
     ] {
         if let Some(msg) = slot {

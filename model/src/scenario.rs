@@ -60,12 +60,26 @@ pub struct Bounds {
     pub cleanup_failures: usize,
     /// The names plain extensions register tools under.
     pub tool_names: Vec<String>,
+    /// Tool calls the environment may start (each of a live extension
+    /// tool, just before the shutdown begins; see the partial-order
+    /// reduction in `docs/model-checking.md`). Each may finish with or
+    /// without its own deadline passed, or be abandoned by the shutdown.
+    pub calls: usize,
+    /// Deadline expiries per operation: the deadline of the awaited factory,
+    /// `activate`, cleanup step, or wait for an extension's calls passes
+    /// (`DeadlinePassed`, H-12).
+    pub deadlines: usize,
+    /// Lost steps per operation: the task performing the awaited step
+    /// (factory, `activate`, hook, cleanup step, or the wait for calls)
+    /// ends without a result (`StepLost`).
+    pub losses: usize,
 }
 
 impl Default for Bounds {
     /// The default check: three extensions (two plain, one manifest), two
     /// tools, one hook and two disposers per activation, three requests
-    /// (plus `dispose`), every fault point.
+    /// (plus `dispose`), one tool call, one deadline expiry and one lost
+    /// step per operation, every fault point.
     fn default() -> Self {
         Self {
             extensions: 3,
@@ -80,6 +94,9 @@ impl Default for Bounds {
             refused: 2,
             cleanup_failures: 2,
             tool_names: DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect(),
+            calls: 1,
+            deadlines: 1,
+            losses: 1,
         }
     }
 }
@@ -101,6 +118,9 @@ impl Bounds {
             refused: 2,
             cleanup_failures: 2,
             tool_names: vec!["x".into(), "m_x".into()],
+            calls: 1,
+            deadlines: 1,
+            losses: 1,
         }
     }
 

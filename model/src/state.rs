@@ -3,8 +3,8 @@
 //! the core returned.
 
 use exthost::core::{
-    CleanupStep, ContextId, DisposerRef, HookRef, HostCore, LiveHook, OpId, OpKind, OpOutcome,
-    ToolRef,
+    CallId, CleanupStep, ContextId, DisposerRef, HookRef, HostCore, LiveHook, OpId, OpKind,
+    OpOutcome, ToolRef,
 };
 
 /// One state of the model.
@@ -54,6 +54,9 @@ pub struct Activation {
     pub hung: bool,
     /// The core fired this activation's cancellation signal (`Cancel`).
     pub cancelled: bool,
+    /// The environment fed the deadline of its factory or `activate`
+    /// (`DeadlinePassed`): it must not settle `Activated` (INV-12).
+    pub deadline: bool,
     /// Accepted tool registrations in order: handle and the name passed.
     pub tools: Vec<(ToolRef, String)>,
     /// Accepted hooks in order.
@@ -79,6 +82,7 @@ impl Activation {
             open: false,
             hung: false,
             cancelled: false,
+            deadline: false,
             tools: Vec::new(),
             hooks: Vec::new(),
             disposers: Vec::new(),
@@ -112,8 +116,26 @@ pub struct CleanupObs {
     /// The step.
     pub step: CleanupStep,
     /// `Some(true)` if it failed, `Some(false)` if it succeeded, `None`
-    /// while it runs.
+    /// while it runs. A step whose deadline passed or whose task was lost
+    /// is still an attempted step, and it failed.
     pub failed: Option<bool>,
+    /// Its deadline passed (`DeadlinePassed` while the core awaited it): it
+    /// must be reported failed with `EXTENSION_TIMEOUT` (INV-12).
+    pub deadline: bool,
+}
+
+/// A tool call in flight, as the environment sees it: admitted
+/// (`CallAdmitted`) and neither ended (`CallEnded`) nor abandoned
+/// (`AbandonCalls`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallObs {
+    /// Its handle.
+    pub call: CallId,
+    /// The extension whose tool it runs.
+    pub ext: String,
+    /// The core fired its cancellation signal (`CancelCalls`): shutdown
+    /// waits for it.
+    pub cancelled: bool,
 }
 
 /// One emit in progress: the hooks live when it began and the hooks the
@@ -161,6 +183,15 @@ pub enum Note {
     LateRefused,
     /// A registration on a closed context was accepted (a bug).
     LateAccepted,
+    /// A tool call finished while the shutdown waited for it, and the
+    /// shutdown went on with the extension's first cleanup step.
+    CallDrained,
+    /// The shutdown abandoned calls that outlived the wait for them.
+    CallsAbandoned,
+    /// An abandoned call reported its result late; it was discarded.
+    AbandonedCallDiscarded,
+    /// A tool call tried after shutdown was refused (`HOST_DISPOSED`).
+    CallRefusedAfterShutdown,
 }
 
 /// Invariants judged on a transition (before/after), recorded when broken.
@@ -177,6 +208,15 @@ pub struct Violations {
     pub inv7: Option<String>,
     /// INV-10: a live tool's API name changed while it stayed live.
     pub inv10: Option<String>,
+    /// INV-12a: a shutdown cleanup step started while a tool call of its
+    /// extension was in flight.
+    pub inv12a: Option<String>,
+    /// INV-12b: a call was admitted after shutdown began, or extension code
+    /// was asked to run after shutdown completed.
+    pub inv12b: Option<String>,
+    /// INV-12c: an activation whose deadline passed was committed, or a
+    /// cleanup step whose deadline passed was not reported as timed out.
+    pub inv12c: Option<String>,
     /// The core refused an input the environment chose, or replied with
     /// an effect the environment did not expect.
     pub protocol: Option<String>,
@@ -204,6 +244,17 @@ pub struct Env {
     pub withdraws_left: u8,
     /// Hangs left.
     pub hangs_left: u8,
+    /// Tool calls left to start.
+    pub calls_left: u8,
+    /// Deadline expiries the running operation used (reset when it settles).
+    pub op_deadlines: u8,
+    /// Lost steps the running operation used (reset when it settles).
+    pub op_losses: u8,
+    /// Tool calls in flight, as the environment sees them, in start order.
+    pub calls: Vec<CallObs>,
+    /// The calls the shutdown abandoned in the last step: in the next step
+    /// one may still report its result, which the core must discard.
+    pub abandoned: Vec<CallObs>,
     /// `dispose` was requested.
     pub dispose_requested: bool,
     /// The shutdown operation began.

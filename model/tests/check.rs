@@ -16,6 +16,29 @@ fn check(bounds: Bounds) -> run::Report {
 fn the_real_core_satisfies_every_invariant_under_ci_bounds() {
     let report = check(Bounds::ci());
     assert_all_ok(&report);
+    // INV-12 is judged, and the situations it is about are reached.
+    for name in ["INV-12a", "INV-12b", "INV-12c"] {
+        assert_eq!(
+            report.verdict(name).map(|v| v.result.as_str()),
+            Some("holds"),
+            "{name}"
+        );
+    }
+    for example in [
+        "a shutdown that waited for a tool call",
+        "a tool call abandoned by the shutdown",
+        "an abandoned call's late result discarded",
+        "a tool call refused after the shutdown",
+        "an activation rolled back by its deadline",
+        "a cleanup step timed out (EXTENSION_TIMEOUT)",
+        "a lost step counted as failed (EXTENSION_TASK_LOST)",
+    ] {
+        assert_eq!(
+            report.verdict(example).map(|v| v.result.as_str()),
+            Some("reached"),
+            "{example}"
+        );
+    }
 }
 
 /// The other tool names: a clash with the base tool, and `m:x` from a plain
@@ -76,6 +99,9 @@ fn stateright_agrees_through_its_own_assertions() {
         refused: 1,
         cleanup_failures: 2,
         tool_names: vec!["m_x".into()],
+        calls: 1,
+        deadlines: 1,
+        losses: 1,
     };
     let checker = HostModel::new(bounds).checker().spawn_dfs().join();
     for p in HostModel::new(Bounds::ci()).properties() {
@@ -105,6 +131,9 @@ fn the_state_graph_has_no_cycle() {
         refused: 2,
         cleanup_failures: 2,
         tool_names: vec!["m_x".into()],
+        calls: 1,
+        deadlines: 1,
+        losses: 1,
     };
     let model = HostModel::new(bounds);
     #[derive(PartialEq)]

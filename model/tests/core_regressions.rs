@@ -128,3 +128,115 @@ fn discovery_refuses_a_descriptor_whose_name_is_live() {
     assert_eq!(core.registry().names(), ["m:x"]);
     assert_eq!(core.registry().get("m:x").unwrap().owner, Owner::Base);
 }
+
+/// Begins an activation of plain `a` and returns its operation and context
+/// (the core then awaits the factory).
+fn begin_activation(core: &mut HostCore) -> (OpId, ContextId) {
+    apply(core, Input::Discover(vec![DefinitionMeta::plain("a")]));
+    let op = match apply(core, Input::Request(OpKind::Activate("a".into()))).as_slice() {
+        [Effect::Enqueued(op)] => *op,
+        other => panic!("{other:?}"),
+    };
+    match apply(core, Input::Begin(op)).as_slice() {
+        [Effect::CallFactory { context, .. }] => (op, *context),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The cause the activation settled with, reporting every rollback step done.
+fn settled_cause(core: &mut HostCore, mut effects: Vec<Effect>) -> FailureCause {
+    while let Some(Effect::RunCleanup { op, .. }) = effects.last().cloned() {
+        effects = apply(core, Input::CleanupFinished { op, result: Ok(()) });
+    }
+    effects
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Settle {
+                outcome: OpOutcome::ActivationFailed(f),
+                ..
+            } => Some(f.cause),
+            _ => None,
+        })
+        .expect("the activation failed")
+}
+
+/// H-12: once an activation's deadline passed, whatever it returns counts
+/// as timed out (`HostCore::deadline_passed`; `FailureCause::DeadlinePassed`:
+/// "a completion after it does not count"). Holds for `activate`.
+#[test]
+fn an_activate_returning_after_its_deadline_rolls_back_as_timed_out() {
+    for result in [Ok(()), Err(Failure::error("late failure"))] {
+        let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+        let (op, context) = begin_activation(&mut core);
+        apply(
+            &mut core,
+            Input::FactoryReturned {
+                context,
+                result: Ok(()),
+            },
+        );
+        assert_eq!(
+            apply(&mut core, Input::DeadlinePassed { op }),
+            [Effect::Cancel { context }]
+        );
+        let effects = apply(&mut core, Input::ActivateReturned { context, result });
+        assert_eq!(
+            settled_cause(&mut core, effects),
+            FailureCause::DeadlinePassed
+        );
+    }
+}
+
+/// The same for a factory that returns an instance after the deadline.
+#[test]
+fn a_factory_returning_an_instance_after_its_deadline_rolls_back_as_timed_out() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    let (op, context) = begin_activation(&mut core);
+    apply(&mut core, Input::DeadlinePassed { op });
+    let effects = apply(
+        &mut core,
+        Input::FactoryReturned {
+            context,
+            result: Ok(()),
+        },
+    );
+    assert_eq!(
+        settled_cause(&mut core, effects),
+        FailureCause::DeadlinePassed
+    );
+}
+
+/// Found while modelling INV-12 (not by the checker: INV-12c only asks that
+/// such an activation never commits, which holds). A factory that *fails*
+/// after the activation's deadline passed settles with
+/// `FailureCause::Factory`, not `DeadlinePassed`, although the core
+/// documents that whatever the activation returns after its deadline counts
+/// as timed out; a `StepLost` there is the same (`Factory` with
+/// `EXTENSION_TASK_LOST`). `factory_returned` (in `src/core/machine/mod.rs`,
+/// outside what this work may change) checks the error before the signal;
+/// `activate_returned` checks the signal first. Ignored until the core
+/// owner decides; run it with `--ignored`.
+#[test]
+#[ignore = "core bug: a factory failure after the activation deadline is not reported as DeadlinePassed (src/core/machine/mod.rs, factory_returned)"]
+fn a_factory_failing_after_its_deadline_rolls_back_as_timed_out() {
+    for input in ["error", "lost"] {
+        let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+        let (op, context) = begin_activation(&mut core);
+        apply(&mut core, Input::DeadlinePassed { op });
+        let effects = match input {
+            "error" => apply(
+                &mut core,
+                Input::FactoryReturned {
+                    context,
+                    result: Err(Failure::error("late failure")),
+                },
+            ),
+            _ => apply(&mut core, Input::StepLost { op }),
+        };
+        assert_eq!(
+            settled_cause(&mut core, effects),
+            FailureCause::DeadlinePassed,
+            "{input}"
+        );
+    }
+}

@@ -103,6 +103,16 @@ fn no_api_name_suffix_breaks_inv10() {
 }
 
 #[test]
+fn cleanup_ignores_calls_breaks_inv12a_and_inv12b() {
+    assert_caught(Mutant::CleanupIgnoresCalls);
+}
+
+#[test]
+fn completion_beats_deadline_breaks_inv12c() {
+    assert_caught(Mutant::CompletionBeatsDeadline);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()
