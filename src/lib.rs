@@ -94,15 +94,18 @@
 //! **Manifests start extensions lazily and are held to their word.**
 //! Discovery reads metadata only; declared tools are visible before their
 //! extension runs, and what it registers must match what it declared.
-//! Limit: process (MCP) extensions, reload, dependencies and providers are
-//! planned, not built (`docs/spec.md`, `docs/manifests.md`).
+//! Process extensions host unchanged MCP stdio servers with the same
+//! guarantees ([`process`], `docs/process.md`). Limit: reload, dependencies
+//! and providers are planned, not built (`docs/spec.md`).
 //!
 //! **The logic is model-checked.** The stateright model in `exthost-model`
 //! explores the real core (this crate's [`core`]) and checks INV-1 to
-//! INV-10 on every reachable state, and each seeded bug must be caught.
-//! Limit: the check is exhaustive only within its bounds, and covers the
-//! core, not the async shell, which loom and the integration tests check
-//! (`docs/model-checking.md`, `docs/loom.md`).
+//! INV-10 and INV-12 on every reachable state, and each seeded bug must be
+//! caught. Limit: the check is exhaustive only within its bounds, and covers
+//! the core; the async shell is checked by loom (its queue and publication
+//! cell), by trace validation of every recorded integration run against the
+//! core, and by fault simulation (`docs/model-checking.md`, `docs/loom.md`,
+//! `docs/host.md`).
 //!
 //! Every error carries a stable code, listed in [`error::codes`].
 #![forbid(unsafe_code)]

@@ -209,7 +209,9 @@ fn call_starts_a_real_mcp_server_calls_it_and_shuts_it_down() {
         .code(0)
         .stdout(predicate::str::contains("Echo: hello from exthost"))
         .stdout(predicate::str::contains(r#""isError": false"#))
-        .stderr(predicate::str::contains("called everything:echo; started: everything"));
+        .stderr(predicate::str::contains(
+            "called everything:echo; started: everything",
+        ));
     exthost()
         .args(["inspect", "examples/manifests/mcp"])
         .assert()

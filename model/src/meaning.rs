@@ -49,6 +49,18 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "registry: live tool names and API names are unique and map back to each other",
     ),
     (
+        "INV-12a",
+        "calls: when an extension's cleanup step starts at shutdown, none of its tool calls is running",
+    ),
+    (
+        "INV-12b",
+        "calls: after shutdown completes no call is in flight or admitted, and no extension code runs",
+    ),
+    (
+        "INV-12c",
+        "deadlines: an activation whose deadline passed never commits; a timed-out cleanup step is a failure",
+    ),
+    (
         "protocol",
         "the model's own consistency: the core accepted every input the environment chose",
     ),
@@ -119,6 +131,34 @@ pub const MEANINGS: &[(&str, &str)] = &[
     (
         "a plain extension's `ext:tool` name refused (H-4)",
         "reached: a plain extension's namespaced tool name refused",
+    ),
+    (
+        "a shutdown that waited for a tool call",
+        "reached: shutdown cancelled an extension's call and waited for it before its cleanup",
+    ),
+    (
+        "a tool call refused after the shutdown",
+        "reached: a call of a formerly live tool refused once shutdown began",
+    ),
+    (
+        "a tool call abandoned by the shutdown",
+        "reached: a call that outlived shutdown's wait, abandoned with EXTENSION_TIMEOUT",
+    ),
+    (
+        "an abandoned call's late result discarded",
+        "reached: the result of an abandoned call arrived later and was discarded",
+    ),
+    (
+        "an activation rolled back by its deadline",
+        "reached: an activation whose deadline passed, rolled back with EXTENSION_TIMEOUT",
+    ),
+    (
+        "a cleanup step timed out (EXTENSION_TIMEOUT)",
+        "reached: a cleanup step past its deadline, recorded as failed, and the next one ran",
+    ),
+    (
+        "a lost step counted as failed (EXTENSION_TASK_LOST)",
+        "reached: a step whose task died, counted as failed, and the operation went on",
     ),
     (
         "an API name suffixed on collision",

@@ -208,16 +208,12 @@ fn a_factory_returning_an_instance_after_its_deadline_rolls_back_as_timed_out() 
 
 /// Found while modelling INV-12 (not by the checker: INV-12c only asks that
 /// such an activation never commits, which holds). A factory that *fails*
-/// after the activation's deadline passed settles with
-/// `FailureCause::Factory`, not `DeadlinePassed`, although the core
-/// documents that whatever the activation returns after its deadline counts
-/// as timed out; a `StepLost` there is the same (`Factory` with
-/// `EXTENSION_TASK_LOST`). `factory_returned` (in `src/core/machine/mod.rs`,
-/// outside what this work may change) checks the error before the signal;
-/// `activate_returned` checks the signal first. Ignored until the core
-/// owner decides; run it with `--ignored`.
+/// after the activation's deadline passed settled with
+/// `FailureCause::Factory`, not `DeadlinePassed`, although whatever the
+/// activation returns after its deadline counts as timed out; a `StepLost`
+/// there was the same. `factory_returned` checked the error before the
+/// signal; it now checks the deadline first, as `activate_returned` does.
 #[test]
-#[ignore = "core bug: a factory failure after the activation deadline is not reported as DeadlinePassed (src/core/machine/mod.rs, factory_returned)"]
 fn a_factory_failing_after_its_deadline_rolls_back_as_timed_out() {
     for input in ["error", "lost"] {
         let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();

@@ -1,4 +1,4 @@
-//! Tests of process extensions (SPEC section 5) against real children; see
+//! Tests of process extensions (docs/spec.md section 5) against real children; see
 //! `tests/` and the fixture server `src/bin/mcp-fixture.rs`. This library
 //! holds what the fixture and the tests share: the fixture's tool list.
 #![forbid(unsafe_code)]

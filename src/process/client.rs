@@ -1,7 +1,7 @@
 //! The MCP client side of a process extension, on rmcp: the handler that
 //! answers the child (client info, `notifications/tools/list_changed`), the
 //! live session (the child, its transport, its rmcp service) and the
-//! mapping of rmcp's errors to the three codes of SPEC section 5.
+//! mapping of rmcp's errors to the three codes of docs/spec.md section 5.
 
 use std::sync::Mutex;
 use std::time::Duration;

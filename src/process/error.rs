@@ -1,5 +1,5 @@
 //! How a child's misbehaviour becomes a typed error: the three codes of
-//! SPEC section 5 and a bounded quote of what the child sent.
+//! docs/spec.md section 5 and a bounded quote of what the child sent.
 
 use crate::error::codes;
 use crate::host::ExtensionError;

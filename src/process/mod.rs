@@ -1,4 +1,4 @@
-//! Process extensions (SPEC section 5): any Model Context Protocol server
+//! Process extensions (docs/spec.md section 5): any Model Context Protocol server
 //! that speaks over stdio, hosted as an extension with the host's
 //! guarantees.
 //!
