@@ -415,6 +415,12 @@ pub fn bounds_lines(b: &Bounds) -> Vec<(String, String)> {
             b.cleanup_failures.to_string(),
         ),
         ("plain tool names".into(), b.tool_names.join(", ")),
+        ("tool calls before shutdown".into(), b.calls.to_string()),
+        (
+            "deadline expiries per operation".into(),
+            b.deadlines.to_string(),
+        ),
+        ("lost steps per operation".into(), b.losses.to_string()),
     ]
 }
 
