@@ -644,3 +644,29 @@ async fn item8_tool_text_that_could_hide_or_reorder_what_it_says_is_refused() {
     })
     .await;
 }
+
+/// Found by the MCP suite on two worker threads: the caller of `activate`
+/// was woken before the commit's snapshot was published, so `tools()` right
+/// after a successful `activate` could miss the new tools. Outcomes are now
+/// delivered after publication, outside the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_woken_by_its_outcome_sees_the_registry_it_produced() {
+    within(async {
+        let log = Log::default();
+        let (_dir, host) = host_with(|o| o);
+        let ids: Vec<String> = (0..200).map(|i| format!("e{i}")).collect();
+        host.discover(ids.iter().map(|id| thrower(id, Throw::Nowhere, &log)))
+            .unwrap();
+        for id in &ids {
+            host.activate(id).await.unwrap();
+            let name = format!("{id}-boom");
+            assert!(host.tools().get(&name).is_some(), "{name} not yet visible");
+        }
+        host.dispose().await.unwrap();
+        assert!(
+            host.tools().is_empty(),
+            "dispose resolved after the empty registry was published"
+        );
+    })
+    .await;
+}

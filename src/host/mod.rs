@@ -333,6 +333,7 @@ impl ExtensionHost {
             calls: HashMap::new(),
             handed_off: HashMap::new(),
             graveyard: Vec::new(),
+            deliveries: Vec::new(),
             recorder: options.recorder.clone(),
         };
         let published = Published::new(shell.snapshot());

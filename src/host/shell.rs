@@ -74,6 +74,14 @@ pub(crate) struct CallHandle {
     pub task: Option<tokio::task::AbortHandle>,
 }
 
+/// An outcome on its way to its caller.
+pub(crate) enum Delivery {
+    /// An operation's outcome, to its waiting caller.
+    Op(oneshot::Sender<OpOutcome>, OpOutcome),
+    /// Shutdown's outcome, to every `dispose` caller.
+    Disposed(Result<(), HostError>),
+}
+
 /// The host behind every [`super::ExtensionHost`] clone.
 pub(crate) struct Inner {
     pub id: u64,
@@ -122,6 +130,10 @@ pub(crate) struct Shell {
     pub handed_off: HashMap<OpId, Vec<Effect>>,
     /// Extension data to drop once the lock is released.
     pub graveyard: Vec<Box<dyn Any + Send>>,
+    /// Outcomes to hand to their callers once the snapshot that goes with
+    /// them is published and the lock released: a caller woken by its
+    /// outcome always sees the registry that outcome produced.
+    pub deliveries: Vec<Delivery>,
     pub recorder: Option<Arc<Recorder>>,
 }
 
@@ -256,12 +268,12 @@ impl Shell {
                         failures: failures.clone(),
                     })
                 };
-                self.disposed.send_replace(Some(result));
+                self.deliveries.push(Delivery::Disposed(result));
             }
             _ => {}
         }
         if let Some(settler) = self.settlers.remove(&op) {
-            let _ = settler.send(outcome);
+            self.deliveries.push(Delivery::Op(settler, outcome));
         }
     }
 
@@ -365,7 +377,21 @@ impl Drop for ShellGuard<'_> {
         let previous = std::mem::take(&mut guard.publish_pending)
             .then(|| self.published.replace(guard.snapshot()));
         let graveyard = std::mem::take(&mut guard.graveyard);
+        let deliveries = std::mem::take(&mut guard.deliveries);
+        let disposed = (!deliveries.is_empty()).then(|| guard.disposed.clone());
         drop(guard);
+        for delivery in deliveries {
+            match delivery {
+                Delivery::Op(settler, outcome) => {
+                    let _ = settler.send(outcome);
+                }
+                Delivery::Disposed(result) => {
+                    if let Some(disposed) = &disposed {
+                        disposed.send_replace(Some(result));
+                    }
+                }
+            }
+        }
         drop_contained(previous);
         for body in graveyard {
             drop_contained(body);
