@@ -24,24 +24,7 @@ use exthost::host::{
     ExtensionHost, ToolDescriptor,
 };
 use serde_json::{Value, json};
-use support::{Log, host_with, schema};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+use support::{Log, Rng, host_with, schema};
 
 const DEADLINE: Duration = Duration::from_millis(50);
 const BLOCK: Duration = Duration::from_millis(80);
@@ -232,7 +215,7 @@ fn definition(plan: &Plan, log: &Log, host: &ExtensionHost) -> ExtensionDefiniti
 const RACED: [&str; 2] = [codes::HOST_DISPOSED, codes::EXTENSION_ACTIVATION_CANCELLED];
 
 async fn run_case(seed: u64) {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::for_seed(seed);
     let log = Log::default();
     let (checked, host) = host_with(|o| {
         o.with_activation_deadline(DEADLINE)

@@ -13,25 +13,6 @@ use exthost::host::{Activation, Event, HostError};
 use serde_json::json;
 use support::*;
 
-/// xorshift64*: a fixed, dependency-free generator so a failing seed is
-/// reproducible from the message.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
 const POOL: [&str; 4] = ["t0", "t1", "t2", "t3"];
 
 fn random_script(rng: &mut Rng, id: &str, log: &Log) -> Script {
@@ -144,7 +125,7 @@ fn comparable(log: &Log) -> Vec<String> {
 }
 
 async fn run_case(seed: u64) {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::for_seed(seed);
     let log = Log::default();
     let (_d, host) = host();
     let count = 2 + rng.below(3);

@@ -266,6 +266,29 @@ impl Extension for Scripted {
     }
 }
 
+/// xorshift64*: a fixed, dependency-free generator so a failing seed is
+/// reproducible from the message.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A generator for scenario `seed`.
+    pub fn for_seed(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
 /// A resource loader over a fresh temporary directory.
 pub fn resources() -> (tempfile::TempDir, ResourceLoader) {
     let dir = tempfile::tempdir().unwrap();
