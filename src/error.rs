@@ -106,3 +106,52 @@ mod tests {
         assert_eq!(codes::HOST_DISPOSED, "HOST_DISPOSED");
     }
 }
+
+/// Declares a closed enum of stable reason codes, its `as_str` /
+/// `from_code` conversions and a constant slice listing every code.
+macro_rules! reason_enum {
+    (
+        $(#[$enum_doc:meta])*
+        enum $name:ident;
+        $(#[$list_doc:meta])*
+        const $list:ident;
+        $( $(#[$doc:meta])* $variant:ident => $code:literal, )*
+    ) => {
+        $(#[$enum_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum $name {
+            $( $(#[$doc])* #[doc = concat!("\n\nReason code `", $code, "`.")] $variant, )*
+        }
+
+        impl $name {
+            /// Every variant, in the order of the documentation.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The stable reason code (`snake_case`), never reused or renamed.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $code,)*
+                }
+            }
+
+            /// The variant whose reason code is `code`, if there is one.
+            pub fn from_code(code: &str) -> Option<Self> {
+                match code {
+                    $($code => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $(#[$list_doc])*
+        pub const $list: &[&str] = &[$($code),*];
+    };
+}
+pub(crate) use reason_enum;

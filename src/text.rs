@@ -291,6 +291,19 @@ pub fn check_display_name(s: &str) -> Result<(), TextError> {
     }
 }
 
+/// A short, escaped rendering of input text for messages: at most 64
+/// characters, control characters escaped, quoted.
+pub(crate) fn quote(text: &str) -> String {
+    const LIMIT: usize = 64;
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(LIMIT).collect();
+    if chars.next().is_some() {
+        format!("{head:?}... ({} bytes)", text.len())
+    } else {
+        format!("{head:?}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

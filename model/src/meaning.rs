@@ -46,7 +46,7 @@ pub const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "INV-10",
-        "registry: live tool names and API names are unique and map back to each other",
+        "registry: tool names and API names are unique and map back to each other, one API name per tool, kept from dormant to live",
     ),
     (
         "INV-12a",

@@ -3,9 +3,9 @@
 //! [`HostCore::apply`] followed by the environment observing the effects.
 
 use exthost::core::{
-    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, CleanupStep, ContextId,
-    Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome, Owner, Phase,
-    Registered, Registration, Status,
+    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, CleanupStep, ContextClosed,
+    ContextId, DiscoveryError, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind,
+    OpOutcome, Owner, Phase, ProtocolError, Registered, Registration, Requested, Status,
 };
 use stateright::{Model, Path, Property};
 
@@ -180,6 +180,23 @@ pub enum Action {
     },
 }
 
+/// The core's typed reply to an action, apart from the commands it set off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// No reply: an input of the running operation, or a withdrawal.
+    None,
+    /// `discover`.
+    Discovered(Result<(), DiscoveryError>),
+    /// `request`.
+    Requested(Requested),
+    /// `register`.
+    Registration(Result<Registered, ContextClosed>),
+    /// `call_start`.
+    Call(Result<AdmittedCall, CallRefused>),
+    /// `call_finished`.
+    CallEnded(CallVerdict),
+}
+
 /// The model: a scenario, and the seeded bug the core runs (if any).
 #[derive(Debug, Clone)]
 pub struct HostModel {
@@ -277,26 +294,15 @@ impl HostModel {
         }
     }
 
-    /// The input an action feeds to the core (`None` for [`Action::Hang`]).
+    /// The input of the running operation an action feeds to the core
+    /// (`None` for the callers' commands and [`Action::Hang`]).
     pub fn input(&self, action: &Action) -> Option<Input> {
         Some(match action {
-            Action::Discover(step) => Input::Discover(self.scenario.batch(*step)),
-            Action::Request(kind) => Input::Request(kind.clone()),
-            Action::Withdraw(op) => Input::Withdraw(*op),
             Action::Begin { op, .. } => Input::Begin(*op),
             Action::Factory { context, ok, .. } => Input::FactoryReturned {
                 context: *context,
                 result: result(*ok, "factory"),
             },
-            Action::Register { ext, context, reg } => Input::Register {
-                context: *context,
-                registration: self.registration(Some(*ext), *reg),
-            },
-            Action::LateRegister { ext, context, reg } => Input::Register {
-                context: *context,
-                registration: self.registration(*ext, *reg),
-            },
-            Action::Hang { .. } => return None,
             Action::ActivateReturned { context, ok, .. } => Input::ActivateReturned {
                 context: *context,
                 result: result(*ok, "activate"),
@@ -313,18 +319,56 @@ impl HostModel {
                 op: *op,
                 result: result(*ok, "cleanup step"),
             },
-            Action::CallStart { tool, .. } => Input::CallStart { tool: tool.clone() },
+            Action::Deadline { op, .. } => Input::DeadlinePassed { op: *op },
+            Action::Lost { op, .. } => Input::StepLost { op: *op },
+            _ => return None,
+        })
+    }
+
+    /// Feeds an action to the core: a caller's command through its typed
+    /// method, an input of the running operation through `apply`. `None`
+    /// for [`Action::Hang`], which the core does not see.
+    pub fn perform(
+        &self,
+        core: &mut HostCore,
+        action: &Action,
+    ) -> Option<Result<(Reply, Vec<Effect>), ProtocolError>> {
+        let answered = |reply, effects| Some(Ok((reply, effects)));
+        match action {
+            Action::Discover(step) => {
+                let a = core.discover(self.scenario.batch(*step));
+                answered(Reply::Discovered(a.reply), a.effects)
+            }
+            Action::Request(kind) => {
+                let a = core.request(kind.clone());
+                answered(Reply::Requested(a.reply), a.effects)
+            }
+            Action::Withdraw(op) => Some(core.withdraw(*op).map(|()| (Reply::None, Vec::new()))),
+            Action::Register { ext, context, reg } => {
+                let a = core.register(*context, self.registration(Some(*ext), *reg));
+                answered(Reply::Registration(a.reply), a.effects)
+            }
+            Action::LateRegister { ext, context, reg } => {
+                let a = core.register(*context, self.registration(*ext, *reg));
+                answered(Reply::Registration(a.reply), a.effects)
+            }
+            Action::CallStart { tool, .. } => {
+                answered(Reply::Call(core.call_start(tool)), Vec::new())
+            }
             Action::CallFinish {
                 call,
                 deadline_passed,
                 ..
-            } => Input::CallFinished {
-                call: *call,
-                deadline_passed: *deadline_passed,
-            },
-            Action::Deadline { op, .. } => Input::DeadlinePassed { op: *op },
-            Action::Lost { op, .. } => Input::StepLost { op: *op },
-        })
+            } => {
+                let a = core.call_finished(*call, *deadline_passed);
+                answered(Reply::CallEnded(a.reply), a.effects)
+            }
+            Action::Hang { .. } => None,
+            _ => Some(
+                core.apply(self.input(action)?)
+                    .map(|effects| (Reply::None, effects)),
+            ),
+        }
     }
 
     /// A deadline expiry and a lost task for the step `on` of the running
@@ -688,8 +732,8 @@ impl HostModel {
             return Some(s);
         }
         let before = &last.core;
-        let input = self.input(action).expect("only Hang has no input");
-        match s.core.apply(input) {
+        let performed = self.perform(&mut s.core, action)?;
+        match performed {
             Err(error) => {
                 if matches!(action, Action::Begin { .. }) && before.running_op().is_some() {
                     // The core refused to begin an operation while another
@@ -702,8 +746,8 @@ impl HostModel {
                 );
                 Some(s)
             }
-            Ok(effects) => {
-                self.observe(&mut s, last, action, effects);
+            Ok((reply, effects)) => {
+                self.observe(&mut s, last, action, reply, effects);
                 check_statuses(before, &mut s);
                 check_api_names(before, &mut s);
                 check_calls(&mut s);
@@ -712,7 +756,14 @@ impl HostModel {
         }
     }
 
-    fn observe(&self, s: &mut State, last: &State, action: &Action, effects: Vec<Effect>) {
+    fn observe(
+        &self,
+        s: &mut State,
+        last: &State,
+        action: &Action,
+        reply: Reply,
+        effects: Vec<Effect>,
+    ) {
         let before = &last.core;
         let was = &last.env;
         let drained = matches!(action, Action::CallFinish { .. })
@@ -901,13 +952,14 @@ impl HostModel {
                 );
             }
         };
-        // What the core's effects tell it, in order.
-        for effect in effects {
-            match effect {
-                Effect::Discovered(reply) => {
+        // What the core's reply tells it.
+        'reply: {
+            match reply {
+                Reply::None => {}
+                Reply::Discovered(reply) => {
                     let Action::Discover(step) = action else {
                         protocol(env, "a discovery reply to another input".into());
-                        continue;
+                        break 'reply;
                     };
                     match (&self.scenario.script[*step], reply) {
                         (DiscoveryStep::Accept(ids), Ok(())) => env.discovered.extend(
@@ -930,14 +982,14 @@ impl HostModel {
                                     &mut env.violations.inv6,
                                     format!(
                                         "a refused batch (where {why}) changed the extensions \
-                                         or the registry"
+                                     or the registry"
                                     ),
                                 );
                             }
                         }
                     }
                 }
-                Effect::Enqueued(op) => match action {
+                Reply::Requested(Requested::Enqueued(op)) => match action {
                     Action::Request(kind) => env.ops.push(PendingOp {
                         op,
                         kind: kind.clone(),
@@ -945,13 +997,50 @@ impl HostModel {
                     }),
                     _ => protocol(env, format!("{op} enqueued by another input")),
                 },
-                Effect::Rejected(r) => {
+                Reply::Requested(Requested::Rejected(r)) => {
                     protocol(env, format!("a request was rejected while open: {r:?}"))
                 }
-                Effect::JoinDispose(op) => {
+                Reply::Requested(Requested::JoinDispose(op)) => {
                     protocol(env, format!("a single dispose was joined to {op}"))
                 }
-                Effect::Registration(reply) => self.registration_reply(env, action, reply),
+                Reply::Registration(reply) => self.registration_reply(env, action, reply),
+                Reply::Call(reply) => self.call_reply(env, was, action, reply),
+                Reply::CallEnded(verdict) => {
+                    let Action::CallFinish {
+                        call,
+                        deadline_passed,
+                        ..
+                    } = action
+                    else {
+                        protocol(env, "a call verdict for another input".into());
+                        break 'reply;
+                    };
+                    let expected = if let Some(i) = env.calls.iter().position(|c| c.call == *call) {
+                        env.calls.remove(i);
+                        if *deadline_passed {
+                            CallVerdict::TimedOut
+                        } else {
+                            CallVerdict::Delivered
+                        }
+                    } else if was.abandoned.iter().any(|c| c.call == *call) {
+                        env.note = Some(Note::AbandonedCallDiscarded);
+                        CallVerdict::Discarded
+                    } else {
+                        protocol(env, format!("{call} ended but was never admitted"));
+                        break 'reply;
+                    };
+                    if verdict != expected {
+                        protocol(
+                            env,
+                            format!("{call} ended with {verdict:?} where {expected:?} was due"),
+                        );
+                    }
+                }
+            }
+        }
+        // What the core's effects tell it, in order.
+        for effect in effects {
+            match effect {
                 Effect::CallFactory {
                     op,
                     extension,
@@ -988,7 +1077,8 @@ impl HostModel {
                     Some(a) => a.cancelled = true,
                     None => protocol(env, format!("cancel of unknown {context}")),
                 },
-                Effect::RunHook { op, hook } => {
+                Effect::RunHook { op, hooks, next } => {
+                    let hook = hooks[next].clone();
                     after_shutdown(env, format!("run the hook {}", render::hook(&hook)));
                     match env.emits.iter_mut().find(|e| e.op == op) {
                         Some(e) => e.calls.push((hook, None)),
@@ -1030,38 +1120,6 @@ impl HostModel {
                 }
                 Effect::Publish | Effect::Forget { .. } | Effect::ForgetAll => {}
                 Effect::Settle { op, outcome } => settle(env, op, outcome),
-                Effect::CallAdmitted(reply) => self.call_reply(env, was, action, reply),
-                Effect::CallEnded(verdict) => {
-                    let Action::CallFinish {
-                        call,
-                        deadline_passed,
-                        ..
-                    } = action
-                    else {
-                        protocol(env, "a call verdict for another input".into());
-                        continue;
-                    };
-                    let expected = if let Some(i) = env.calls.iter().position(|c| c.call == *call) {
-                        env.calls.remove(i);
-                        if *deadline_passed {
-                            CallVerdict::TimedOut
-                        } else {
-                            CallVerdict::Delivered
-                        }
-                    } else if was.abandoned.iter().any(|c| c.call == *call) {
-                        env.note = Some(Note::AbandonedCallDiscarded);
-                        CallVerdict::Discarded
-                    } else {
-                        protocol(env, format!("{call} ended but was never admitted"));
-                        continue;
-                    };
-                    if verdict != expected {
-                        protocol(
-                            env,
-                            format!("{call} ended with {verdict:?} where {expected:?} was due"),
-                        );
-                    }
-                }
                 Effect::CancelCalls { calls } => {
                     for call in calls {
                         match env.calls.iter_mut().find(|c| c.call == call) {
@@ -1308,18 +1366,24 @@ fn check_statuses(before: &HostCore, s: &mut State) {
     }
 }
 
-/// INV-10 (M-6): a tool's API name never changes while it stays live.
+/// INV-10 (M-6): a tool's API name never changes while it stays live, nor
+/// when its dormant descriptor goes live.
 fn check_api_names(before: &HostCore, s: &mut State) {
     let old = before.registry();
     for entry in s.core.registry().iter() {
         if let Some(prev) = old.get(&entry.name)
-            && prev.binding == entry.binding
+            && (prev.binding == entry.binding || prev.binding == Binding::Dormant)
             && prev.api_name != entry.api_name
         {
+            let when = if prev.binding == entry.binding {
+                "while live"
+            } else {
+                "when its dormant descriptor went live"
+            };
             Violations::record(
                 &mut s.env.violations.inv10,
                 format!(
-                    "{} changed its API name from {} to {} while live",
+                    "{} changed its API name from {} to {} {when}",
                     entry.name, prev.api_name, entry.api_name
                 ),
             );
@@ -1445,12 +1509,13 @@ impl Model for HostModel {
 
     fn format_step(&self, last: &State, action: Action) -> Option<String> {
         let mut core = last.core.clone();
-        let effects = match self.input(&action) {
+        let effects = match self.perform(&mut core, &action) {
             None => "(no input: the environment's choice)".to_owned(),
-            Some(input) => match core.apply(input) {
-                Ok(effects) => render::effects(&effects),
-                Err(e) => format!("refused: {e}"),
-            },
+            Some(Ok((Reply::None, effects))) => render::effects(&effects),
+            Some(Ok((reply, effects))) => {
+                format!("  - reply: {reply:?}\n{}", render::effects(&effects))
+            }
+            Some(Err(e)) => format!("refused: {e}"),
         };
         let next = self.step(last, &action)?;
         Some(format!(

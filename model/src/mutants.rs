@@ -18,8 +18,11 @@ pub struct MutantCase {
     pub summary: &'static str,
 }
 
-/// Every seeded bug, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 14] = [
+/// Every seeded bug the model catches, in the order `Mutant` declares them.
+/// `Mutant::SuffixNotCheckedFree` is not here: only a three-way API-name
+/// collision shows it, which the default bounds do not reach; the registry
+/// property test (`proptests/tests/registry.rs`) catches it.
+pub const MUTANTS: [MutantCase; 15] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -104,6 +107,12 @@ pub const MUTANTS: [MutantCase; 14] = [
         breaks: &["INV-12c"],
         summary: "an activate returning Ok after its deadline passed is committed",
     },
+    MutantCase {
+        mutant: Mutant::NeverFreeApiName,
+        name: "NeverFreeApiName",
+        breaks: &["INV-10"],
+        summary: "the registry never frees an API name on removal",
+    },
 ];
 
 impl MutantCase {
@@ -178,6 +187,17 @@ impl MutantCase {
             Mutant::CompletionBeatsDeadline => {
                 b.deadlines = 1;
                 b.extensions = 1;
+            }
+            Mutant::NeverFreeApiName => {
+                // The manifest extension's dormant descriptor goes live.
+                b.manifest = true;
+                b.tools = 1;
+            }
+            Mutant::SuffixNotCheckedFree => {
+                // A three-way collision: `m_x`, `m.x` and `m:x`.
+                b.manifest = true;
+                b.tools = 2;
+                b.tool_names = vec!["m_x".into(), "m.x".into()];
             }
         }
         b

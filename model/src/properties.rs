@@ -492,7 +492,9 @@ pub fn inv9_goal(_: &HostModel, s: &State) -> Result<(), String> {
 }
 
 /// INV-10: live names and API names unique, API names well formed, the
-/// mapping reversible (and stable while a tool stays live).
+/// mapping reversible, exactly one API name held per tool (and stable
+/// while a tool stays live, and from its dormant descriptor to its live
+/// tool).
 pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
     let registry = s.core.registry();
     let mut count = 0;
@@ -519,6 +521,14 @@ pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
     // Names are map keys; the publication order must hold each once.
     if count != registry.len() {
         return Err("the publication order and the names disagree".into());
+    }
+    // Every entry maps back from its API name, so exactly one API name per
+    // entry means no removed entry still holds one.
+    if registry.api_name_count() != count {
+        return Err(format!(
+            "{} API names are held for {count} tools",
+            registry.api_name_count()
+        ));
     }
     flag(&s.env.violations.inv10)
 }

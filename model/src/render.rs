@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use exthost::core::{
     Awaiting, Binding, CleanupKind, CleanupStep, Effect, FailureCause, LiveHook, OpKind, OpOutcome,
-    Phase, Registered, Registration,
+    Phase, Registration,
 };
 
 use crate::model::{Action, Awaited, HostModel};
@@ -163,7 +163,7 @@ fn outcome(o: &OpOutcome) -> String {
                 FailureCause::Factory(e) => format!("factory: {e}"),
                 FailureCause::Activate(e) => format!("activate: {e}"),
                 FailureCause::Registry(e) => format!("{}: {e}", e.code()),
-                FailureCause::Declaration(d) => format!("declaration: {} {}", d.reason, d.tool),
+                FailureCause::Declaration(d) => format!("declaration: {} {}", d.reason(), d.tool()),
                 FailureCause::Cancelled => "cancelled".into(),
                 FailureCause::DeadlinePassed => "deadline passed".into(),
             };
@@ -199,17 +199,6 @@ fn outcome(o: &OpOutcome) -> String {
 /// One effect in words.
 pub fn effect(e: &Effect) -> String {
     match e {
-        Effect::Discovered(Ok(())) => "batch accepted".into(),
-        Effect::Discovered(Err(e)) => format!("batch refused: {e:?}"),
-        Effect::Enqueued(op) => format!("enqueued as {op}"),
-        Effect::Rejected(r) => format!("rejected: {r:?}"),
-        Effect::JoinDispose(op) => format!("joins the dispose {op}"),
-        Effect::Registration(Ok(r)) => match r {
-            Registered::Tool(t) => format!("registration accepted: {t}"),
-            Registered::Hook(h) => format!("registration accepted: {h}"),
-            Registered::Disposer(d) => format!("registration accepted: {d}"),
-        },
-        Effect::Registration(Err(_)) => "registration refused: EXTENSION_CONTEXT_CLOSED".into(),
         Effect::CallFactory {
             op,
             extension,
@@ -219,17 +208,12 @@ pub fn effect(e: &Effect) -> String {
             format!("open {context} and run {extension}'s activate")
         }
         Effect::Cancel { context } => format!("fire the cancellation signal of {context}"),
-        Effect::RunHook { op, hook: h } => format!("{op}: run hook {}", hook(h)),
+        Effect::RunHook { op, hooks, next } => format!("{op}: run hook {}", hook(&hooks[*next])),
         Effect::RunCleanup { op, step: s } => format!("{op}: run cleanup {}", step(s)),
         Effect::Publish => "publish a new snapshot".into(),
         Effect::Forget { .. } => "forget the attempt's handles".into(),
         Effect::ForgetAll => "forget every handle".into(),
         Effect::Settle { op, outcome: o } => format!("settle {op}: {}", outcome(o)),
-        Effect::CallAdmitted(Ok(c)) => {
-            format!("call admitted as {} ({}, {})", c.call, c.tool, c.owner)
-        }
-        Effect::CallAdmitted(Err(r)) => format!("call refused: {r:?}"),
-        Effect::CallEnded(v) => format!("call ended: {v:?}"),
         Effect::CancelCalls { calls } => {
             format!("fire the cancellation signals of the calls {calls:?} and wait for them")
         }

@@ -113,6 +113,11 @@ fn completion_beats_deadline_breaks_inv12c() {
 }
 
 #[test]
+fn never_free_api_name_breaks_inv10() {
+    assert_caught(Mutant::NeverFreeApiName);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

@@ -9,10 +9,18 @@
 //!                           v   |
 //!                          Failed
 //! ```
+//!
+//! While an extension activates, the running activation owns its
+//! `Extension<Activating>`; its [`ExtensionSlot`] keeps only the definition,
+//! so that the host can list it.
+//!
+//! Architecture invariant: this module depends only on [`super::ids`] and
+//! [`super::registry`] (for [`ToolSpec`]); it knows nothing of operations,
+//! effects or the queue.
 
 use std::sync::Arc;
 
-use super::ids::{ContextId, DisposerRef, HookRef, OpId, ToolRef};
+use super::ids::{ContextId, DisposerRef, HookRef, ToolRef};
 use super::registry::ToolSpec;
 
 /// The status of an extension, as `extensions()` reports it.
@@ -74,15 +82,35 @@ impl DefinitionMeta {
         }
     }
 
-    /// The runtime name of a tool this extension registers as `tool`.
+    /// The runtime name of a tool this extension registers as `tool`:
+    /// `<extension>:<tool>` for a manifest extension (M-4), else `tool`.
     pub fn runtime_tool_name(&self, tool: &str) -> String {
         if self.namespaced {
-            format!("{}:{tool}", self.id)
+            namespaced_tool_name(&self.id, tool)
         } else {
             tool.to_owned()
         }
     }
+
+    /// `spec` under its runtime name.
+    pub fn runtime_spec(&self, spec: &ToolSpec) -> ToolSpec {
+        ToolSpec {
+            name: self.runtime_tool_name(&spec.name),
+            ..spec.clone()
+        }
+    }
 }
+
+/// The separator of a runtime tool name, `<extension>:<tool>`. ID-1 never
+/// allows it inside a segment, so the split is unambiguous.
+pub const RUNTIME_NAME_SEPARATOR: char = ':';
+
+/// The one place a runtime name `<extension>:<tool>` is joined (M-4).
+pub fn namespaced_tool_name(extension: &str, tool: &str) -> String {
+    format!("{extension}{RUNTIME_NAME_SEPARATOR}{tool}")
+}
+
+impl DefinitionMeta {}
 
 /// What an activation has registered so far, privately (H-4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -107,17 +135,12 @@ pub struct Extension<S> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Discovered;
 
-/// State: activating.
+/// State: activating. Whether an instance exists and whether the context
+/// is open are the running activation's step, not restated here.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Activating {
-    /// The operation that started it.
-    pub op: OpId,
     /// Its context (and instance) handle.
     pub context: ContextId,
-    /// Whether the factory made an instance.
-    pub instance: bool,
-    /// Whether the context is still open for registrations.
-    pub open: bool,
     /// Whether its cancellation signal fired, and why.
     pub cancelled: Option<Cancellation>,
     /// Staged registrations.
@@ -177,13 +200,10 @@ impl<S> Extension<S> {
     }
 }
 
-fn begin<S>(ext: Extension<S>, op: OpId, context: ContextId) -> Extension<Activating> {
+fn begin<S>(ext: Extension<S>, context: ContextId) -> Extension<Activating> {
     let attempts = ext.attempts + 1;
     let mut next = ext.into_state(Activating {
-        op,
         context,
-        instance: false,
-        open: false,
         cancelled: None,
         staged: Contribution::default(),
     });
@@ -201,15 +221,15 @@ impl Extension<Discovered> {
         }
     }
     /// `discovered -> activating`.
-    pub fn begin(self, op: OpId, context: ContextId) -> Extension<Activating> {
-        begin(self, op, context)
+    pub fn begin(self, context: ContextId) -> Extension<Activating> {
+        begin(self, context)
     }
 }
 
 impl Extension<Failed> {
     /// `failed -> activating`: a retry calls the factory again.
-    pub fn retry(self, op: OpId, context: ContextId) -> Extension<Activating> {
-        begin(self, op, context)
+    pub fn retry(self, context: ContextId) -> Extension<Activating> {
+        begin(self, context)
     }
 }
 
@@ -222,15 +242,30 @@ impl Extension<Activating> {
     pub fn commit(self) -> Extension<Active> {
         let Activating {
             context, staged, ..
-        } = self.state.clone();
-        self.into_state(Active {
-            context,
-            contribution: staged,
-        })
+        } = self.state;
+        Extension {
+            meta: self.meta,
+            attempts: self.attempts,
+            state: Active {
+                context,
+                contribution: staged,
+            },
+        }
     }
-    /// `activating -> failed`.
-    pub fn fail(self) -> Extension<Failed> {
-        self.into_state(Failed)
+    /// `activating -> failed`; returns what the attempt held (its context
+    /// and staged registrations), for the driver to forget.
+    pub fn fail(self) -> (Extension<Failed>, Activating) {
+        let Extension {
+            meta,
+            attempts,
+            state,
+        } = self;
+        let failed = Extension {
+            meta,
+            attempts,
+            state: Failed,
+        };
+        (failed, state)
     }
 }
 
@@ -254,8 +289,9 @@ impl Extension<Failed> {
 pub enum ExtensionSlot {
     /// Discovered.
     Discovered(Extension<Discovered>),
-    /// Activating.
-    Activating(Extension<Activating>),
+    /// Activating: the running activation owns the extension itself
+    /// (`Extension<Activating>`); the slot keeps its definition.
+    Activating(Arc<DefinitionMeta>),
     /// Active.
     Active(Extension<Active>),
     /// Failed.
@@ -277,13 +313,7 @@ impl ExtensionSlot {
     }
     /// The definition's metadata.
     pub fn meta(&self) -> &DefinitionMeta {
-        match self {
-            ExtensionSlot::Discovered(e) => e.meta(),
-            ExtensionSlot::Activating(e) => e.meta(),
-            ExtensionSlot::Active(e) => e.meta(),
-            ExtensionSlot::Failed(e) => e.meta(),
-            ExtensionSlot::Disposed(e) => e.meta(),
-        }
+        self.meta_arc()
     }
     /// The extension id.
     pub fn id(&self) -> &str {
@@ -296,11 +326,43 @@ impl ExtensionSlot {
             _ => None,
         }
     }
-    /// The activation under way, when activating.
-    pub fn activating(&self) -> Option<&Activating> {
+
+    /// `discovered -> activating` or `failed -> activating`: the running
+    /// activation takes the extension, with the context `context()` makes,
+    /// and the slot keeps its definition. In any other state nothing
+    /// changes, `context` is not called, and the status is returned.
+    pub fn begin(
+        &mut self,
+        context: impl FnOnce() -> ContextId,
+    ) -> Result<Extension<Activating>, Status> {
+        let meta = self.meta_arc().clone();
+        match std::mem::replace(self, ExtensionSlot::Activating(meta)) {
+            ExtensionSlot::Discovered(e) => Ok(e.begin(context())),
+            ExtensionSlot::Failed(e) => Ok(e.retry(context())),
+            other => {
+                let status = other.status();
+                *self = other;
+                Err(status)
+            }
+        }
+    }
+
+    /// `active -> disposed`, in place; any other state is left unchanged.
+    pub fn dispose(&mut self) {
+        let meta = self.meta_arc().clone();
+        *self = match std::mem::replace(self, ExtensionSlot::Activating(meta)) {
+            ExtensionSlot::Active(active) => ExtensionSlot::Disposed(active.dispose()),
+            other => other,
+        };
+    }
+
+    fn meta_arc(&self) -> &Arc<DefinitionMeta> {
         match self {
-            ExtensionSlot::Activating(e) => Some(e.state()),
-            _ => None,
+            ExtensionSlot::Discovered(e) => &e.meta,
+            ExtensionSlot::Activating(meta) => meta,
+            ExtensionSlot::Active(e) => &e.meta,
+            ExtensionSlot::Failed(e) => &e.meta,
+            ExtensionSlot::Disposed(e) => &e.meta,
         }
     }
 }

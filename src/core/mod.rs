@@ -3,21 +3,41 @@
 //! [`HostCore`] owns the logical state of a host: extension lifecycles (as
 //! typestates, see [`lifecycle`]), the live [`ToolRegistry`], published
 //! hooks, the activation order, the queue of operations and the progress of
-//! the one operation that runs. [`HostCore::apply`] is the transition
-//! function: it takes an [`Input`] and returns the [`Effect`]s the driver must
-//! perform, in order. The async shell ([`crate::host`]) and the model checker
-//! (crate `exthost-model`) both drive this same code.
+//! the one operation that runs. Callers' commands are typed methods with
+//! typed replies ([`HostCore::discover`], [`HostCore::request`],
+//! [`HostCore::withdraw`], [`HostCore::register`], [`HostCore::call_start`],
+//! [`HostCore::call_finished`]); the running operation advances through
+//! [`HostCore::apply`], which takes an [`Input`] and returns the commands
+//! ([`Effect`]s) the driver must perform, in order. The async shell
+//! ([`crate::host`]) and the model checker (crate `exthost-model`) both
+//! drive this same code.
+//!
+//! Architecture invariants (no file of the core imports another in a
+//! circle): `ids` and `mutant` depend on nothing; `registry` on them;
+//! `lifecycle` on `ids` and `registry`; `outcome` and `protocol` are data on
+//! top of those (and of `machine/declarations.rs`, which is pure); the
+//! transition code in `machine/` sits on top of everything. The core never
+//! imports [`crate::host`], [`crate::manifest`] or anything async.
 
 pub mod ids;
 pub mod lifecycle;
 pub mod machine;
+pub mod mutant;
 pub mod outcome;
+pub mod protocol;
 pub mod registry;
 
 pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
-pub use lifecycle::{Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status};
-pub use machine::{HostCore, Mutant, Phase, check_declarations};
+pub use lifecycle::{
+    Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status,
+    namespaced_tool_name,
+};
+pub use machine::{
+    DeclarationMismatch, HostCore, MISMATCH_REASON_CODES, MismatchReason, Phase, check_declarations,
+};
+pub use mutant::Mutant;
 pub use outcome::*;
+pub use protocol::*;
 pub use registry::{
     Binding, Owner, RegistryEntry, RegistryError, ToolRegistry, ToolSpec, api_name_base,
     is_api_name, validate_tool_name,

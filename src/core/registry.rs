@@ -1,6 +1,10 @@
 //! The tool registry: names, owners, publication order and model-facing API
 //! names, in persistent maps so that cloning it (for a candidate or a
 //! snapshot) costs O(1) and publishing is a swap (H-4, H-9, M-6, INV-10).
+//!
+//! Architecture invariant: the registry depends only on [`super::ids`] and
+//! [`super::mutant`] within the core; it knows nothing of extensions'
+//! lifecycles or of the host's operations.
 
 use std::fmt;
 
@@ -9,6 +13,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::ids::ToolRef;
+use super::mutant::Mutant;
 use crate::error::codes;
 use crate::id::{IdError, validate_id_segment};
 
@@ -153,13 +158,32 @@ pub struct ToolRegistry {
     by_api: RedBlackTreeMapSync<String, String>,
     next_seq: u64,
     #[cfg(feature = "mutants")]
-    pub(crate) mutant_no_api_suffix: bool,
+    mutant: Option<Mutant>,
 }
 
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same registry running a seeded bug (its registry probes only).
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
+    }
+
+    /// True when this registry runs the seeded bug `m`; always `false`
+    /// without the `mutants` feature.
+    #[cfg(feature = "mutants")]
+    fn mutant(&self, m: Mutant) -> bool {
+        self.mutant == Some(m)
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    fn mutant(&self, _: Mutant) -> bool {
+        false
     }
 
     /// Number of entries.
@@ -192,6 +216,12 @@ impl ToolRegistry {
         self.iter().map(|e| e.name.clone()).collect()
     }
 
+    /// Number of API names held: exactly [`ToolRegistry::len`] when every
+    /// entry holds one and no removed entry still does (INV-10).
+    pub fn api_name_count(&self) -> usize {
+        self.by_api.size()
+    }
+
     /// Adds one entry at the end of the publication order, validating its
     /// name and uniqueness, and assigning its API name.
     pub fn insert(
@@ -199,6 +229,19 @@ impl ToolRegistry {
         spec: &ToolSpec,
         owner: Owner,
         binding: Binding,
+    ) -> Result<(), RegistryError> {
+        self.insert_keeping(spec, owner, binding, None)
+    }
+
+    /// [`ToolRegistry::insert`], keeping the API name `keep` when it is free:
+    /// a live tool that replaces its dormant descriptor keeps the
+    /// descriptor's API name (INV-10).
+    pub fn insert_keeping(
+        &mut self,
+        spec: &ToolSpec,
+        owner: Owner,
+        binding: Binding,
+        keep: Option<String>,
     ) -> Result<(), RegistryError> {
         validate_tool_name(&spec.name)?;
         crate::text::check_description(&spec.description).map_err(|reason| {
@@ -213,7 +256,10 @@ impl ToolRegistry {
                 holder: held.owner.clone(),
             });
         }
-        let api_name = self.free_api_name(&spec.name);
+        let api_name = match keep {
+            Some(api) if !self.by_api.contains_key(&api) => api,
+            _ => self.free_api_name(&spec.name),
+        };
         let seq = self.next_seq;
         self.next_seq += 1;
         self.by_api.insert_mut(api_name.clone(), spec.name.clone());
@@ -238,7 +284,8 @@ impl ToolRegistry {
         let entry = self.by_name.get(name)?.clone();
         self.by_name.remove_mut(name);
         self.order.remove_mut(&entry.seq);
-        if self.by_api.get(&entry.api_name).map(String::as_str) == Some(name) {
+        let free = !self.mutant(Mutant::NeverFreeApiName);
+        if free && self.by_api.get(&entry.api_name).map(String::as_str) == Some(name) {
             self.by_api.remove_mut(&entry.api_name);
         }
         Some(entry)
@@ -249,17 +296,15 @@ impl ToolRegistry {
         let next_seq = self.next_seq;
         *self = Self {
             next_seq,
+            #[cfg(feature = "mutants")]
+            mutant: self.mutant,
             ..Self::default()
         };
     }
 
     fn free_api_name(&self, name: &str) -> String {
         let base = api_name_base(name);
-        #[cfg(feature = "mutants")]
-        if self.mutant_no_api_suffix {
-            return base;
-        }
-        if !self.by_api.contains_key(&base) {
+        if self.mutant(Mutant::NoApiNameSuffix) || !self.by_api.contains_key(&base) {
             return base;
         }
         (2u64..)
@@ -273,7 +318,7 @@ impl ToolRegistry {
                 };
                 format!("{stem}{suffix}")
             })
-            .find(|candidate| !self.by_api.contains_key(candidate))
+            .find(|c| self.mutant(Mutant::SuffixNotCheckedFree) || !self.by_api.contains_key(c))
             .expect("an unbounded sequence of candidates always has a free one")
     }
 }

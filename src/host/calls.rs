@@ -19,7 +19,7 @@ use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
 use super::trace::CodeRun;
-use crate::core::{CallId, CallRefused, CallVerdict, Effect, Failure, Input, Owner};
+use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner};
 
 tokio::task_local! {
     static CALL_CANCELLATION: CancellationToken;
@@ -46,20 +46,7 @@ fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
         return CallVerdict::Discarded;
     };
     shell.bury(handle);
-    let effects = shell
-        .apply(Input::CallFinished {
-            call,
-            deadline_passed,
-        })
-        .unwrap_or_default();
-    let mut verdict = CallVerdict::Discarded;
-    let mut rest = Vec::new();
-    for effect in effects {
-        match effect {
-            Effect::CallEnded(v) => verdict = v,
-            other => rest.push(other),
-        }
-    }
+    let (verdict, rest) = shell.call_finished(call, deadline_passed);
     if !rest.is_empty()
         && let Some(op) = shell.core.running_op()
     {
@@ -101,14 +88,9 @@ fn timed_out(name: &str, deadline: Option<Duration>) -> HostError {
 pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result<Value, HostError> {
     let (call, handler, cancel, abandon, deadline) = {
         let mut shell = inner.lock();
-        let effects = shell
-            .apply(Input::CallStart {
-                tool: name.to_owned(),
-            })
-            .unwrap_or_default();
-        let admitted = match effects.into_iter().next() {
-            Some(Effect::CallAdmitted(Ok(admitted))) => admitted,
-            Some(Effect::CallAdmitted(Err(CallRefused::Dormant { extension }))) => {
+        let admitted = match shell.call_start(name) {
+            Ok(admitted) => admitted,
+            Err(CallRefused::Dormant { extension }) => {
                 let revoked = shell.revoked.contains(&extension);
                 return Err(HostError::ActivationDenied {
                     name: name.to_owned(),
@@ -116,10 +98,8 @@ pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result
                     revoked,
                 });
             }
-            Some(Effect::CallAdmitted(Err(CallRefused::HostDisposed))) => {
-                return Err(HostError::Disposed);
-            }
-            _ => {
+            Err(CallRefused::HostDisposed) => return Err(HostError::Disposed),
+            Err(CallRefused::NotFound) => {
                 return Err(HostError::ToolNotFound {
                     name: name.to_owned(),
                 });

@@ -17,9 +17,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+use rpds::VectorSync;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::ActivationContext;
@@ -177,7 +177,7 @@ impl Driver {
                 Effect::RunActivate { extension, context } => {
                     self.run_activate(extension, context).await
                 }
-                Effect::RunHook { hook, .. } => self.run_hooks(hook).await,
+                Effect::RunHook { hooks, next, .. } => self.run_hooks(hooks, next).await,
                 Effect::RunCleanup { step, .. } => self.run_cleanup(step).await,
                 Effect::CancelCalls { .. } => self.await_calls().await,
                 other => {
@@ -295,29 +295,15 @@ impl Driver {
         }
     }
 
-    /// Runs every remaining hook of the running emit, from `first`, one
-    /// after another whatever each did (H-10), and feeds their results in
-    /// one input. The hooks run in a task of their own; a hook that blocks
-    /// its thread past the hook deadline is abandoned by a watchdog and the
-    /// remaining hooks run in a fresh task.
-    async fn run_hooks(&mut self, first: LiveHook) -> Vec<Effect> {
+    /// Runs every remaining hook of the running emit, from `hooks[start]`,
+    /// one after another whatever each did (H-10), and feeds their results
+    /// in one input. The hooks run in a task of their own; a hook that
+    /// blocks its thread past the hook deadline is abandoned by a watchdog
+    /// and the remaining hooks run in a fresh task.
+    async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) -> Vec<Effect> {
         let op = self.op;
-        let (handlers, list): (Arc<[Option<HookFn>]>, Vec<LiveHook>) = {
-            let mut shell = self.inner.lock();
-            let handlers = shell.hook_handlers(op);
-            let list = shell
-                .core
-                .emit_hooks(op)
-                .map(|l| l.iter().cloned().collect())
-                .unwrap_or_default();
-            (handlers, list)
-        };
-        let Some(start) = list.iter().position(|h| h.hook == first.hook) else {
-            return self.feed(vec![Input::HookFinished {
-                op,
-                result: Err(Failure::error("hook missing")),
-            }]);
-        };
+        let handlers = self.inner.lock().hook_handlers(&hooks);
+        let list: Vec<LiveHook> = hooks.iter().cloned().collect();
         let Some(event) = self.event.clone() else {
             return self.feed(vec![Input::StepLost { op }]);
         };
@@ -456,7 +442,7 @@ impl Drop for Driver {
         let mut shell = self.inner.lock();
         if !self.begun {
             if shell.core.is_queued(op) {
-                let _ = shell.apply(Input::Withdraw(op));
+                let _ = shell.withdraw(op);
             }
             let settler = shell.settlers.remove(&op);
             drop(shell);

@@ -258,7 +258,7 @@ impl HostError {
         };
         Some(match &failure.cause {
             FailureCause::Registry(e) => e.code(),
-            FailureCause::Declaration(m) => m.reason,
+            FailureCause::Declaration(m) => m.reason_code(),
             FailureCause::Cancelled => codes::EXTENSION_ACTIVATION_CANCELLED,
             FailureCause::DeadlinePassed => codes::EXTENSION_TIMEOUT,
             FailureCause::Factory(f) | FailureCause::Activate(f) => {
@@ -291,7 +291,8 @@ fn describe_cause(cause: &FailureCause) -> String {
         FailureCause::Declaration(m) => {
             format!(
                 "its tools do not match its declarations: {} ({:?})",
-                m.reason, m.tool
+                m.reason(),
+                m.tool()
             )
         }
         FailureCause::Cancelled => "it was cancelled".to_owned(),

@@ -49,7 +49,7 @@ use trace::caused_by;
 use tracing::Instrument;
 
 use crate::core::{
-    Binding, Effect, HookDiagnostic, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Status,
+    Binding, HookDiagnostic, HostCore, OpId, OpKind, OpOutcome, Owner, Requested, Status,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -288,7 +288,7 @@ impl Drop for WithdrawOnDrop {
         }
         let mut shell = self.inner.lock();
         if shell.core.is_queued(self.op) {
-            let _ = shell.apply(Input::Withdraw(self.op));
+            let _ = shell.withdraw(self.op);
             shell.withdrawn.insert(self.op);
             let settler = shell.settlers.remove(&self.op);
             shell.bury(settler);
@@ -372,13 +372,8 @@ impl ExtensionHost {
         let definitions: Vec<ExtensionDefinition> = definitions.into_iter().collect();
         let metas = definitions.iter().map(ExtensionDefinition::meta).collect();
         let mut shell = self.inner.lock();
-        let effects =
-            trace::sync_caused_by(PublicCall::Discover, || shell.apply(Input::Discover(metas)))
-                .map_err(|_| HostError::TaskLost {
-                    operation: "discover",
-                })?;
-        match effects.into_iter().next() {
-            Some(Effect::Discovered(Ok(()))) => {
+        match trace::sync_caused_by(PublicCall::Discover, || shell.discover(metas)) {
+            Ok(()) => {
                 if let Some(recorder) = &shell.recorder {
                     recorder.note(TraceEvent::Triggers(
                         definitions
@@ -405,7 +400,7 @@ impl ExtensionHost {
                 tracing::info!(extensions = definitions.len(), "discovered");
                 for def in definitions {
                     for d in def.declared_tools.iter().flatten() {
-                        let name = format!("{}:{}", def.id, d.name);
+                        let name = crate::core::namespaced_tool_name(&def.id, &d.name);
                         shell.declared.insert_mut(name, Arc::new(d.clone()));
                     }
                     if let Some(d) = def.call_deadline {
@@ -415,10 +410,7 @@ impl ExtensionHost {
                 }
                 Ok(())
             }
-            Some(Effect::Discovered(Err(e))) => Err(e.into()),
-            _ => Err(HostError::TaskLost {
-                operation: "discover",
-            }),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -433,20 +425,16 @@ impl ExtensionHost {
         let lost = || HostError::TaskLost { operation };
         let (op, ticket, outcome) = {
             let mut shell = self.inner.lock();
-            let op = match shell
-                .apply(Input::Request(kind))
-                .map_err(|_| lost())?
-                .as_slice()
-            {
-                [Effect::Enqueued(op)] => *op,
-                [Effect::Rejected(_)] => return Err(HostError::Disposed),
-                _ => return Err(lost()),
+            let op = match shell.request(kind) {
+                Requested::Enqueued(op) => op,
+                Requested::Rejected(_) => return Err(HostError::Disposed),
+                Requested::JoinDispose(_) => return Err(lost()),
             };
             let Ok(ticket) = self.inner.queue.enqueue() else {
                 // The queue closes only together with the core: this is
                 // unreachable unless the shell has a bug; take the request
                 // back so the core does not wait for it.
-                let _ = shell.apply(Input::Withdraw(op));
+                let _ = shell.withdraw(op);
                 return Err(HostError::Disposed);
             };
             let (settler, outcome) = oneshot::channel();
@@ -685,17 +673,13 @@ impl ExtensionHost {
         let mut outcome = {
             let mut shell = self.inner.lock();
             let outcome = shell.disposed.subscribe();
-            match shell
-                .apply(Input::Request(OpKind::Dispose))
-                .map_err(|_| lost())?
-                .as_slice()
-            {
-                [Effect::Enqueued(op)] => {
+            match shell.request(OpKind::Dispose) {
+                Requested::Enqueued(op) => {
                     let ticket = self.inner.queue.enqueue_and_close().map_err(|_| lost())?;
-                    Driver::spawn(self.inner.clone(), *op, None, ticket, None);
+                    Driver::spawn(self.inner.clone(), op, None, ticket, None);
                 }
-                [Effect::JoinDispose(_)] => {}
-                _ => return Err(lost()),
+                Requested::JoinDispose(_) => {}
+                Requested::Rejected(_) => return Err(lost()),
             }
             outcome
         };

@@ -18,7 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rpds::RedBlackTreeMapSync;
+use rpds::{RedBlackTreeMapSync, VectorSync};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -27,10 +27,11 @@ use super::context::{DisposerFn, HookFn};
 use super::error::HostError;
 use super::extension::{Extension, Factory, Tool, ToolDescriptor};
 use super::snapshot::{ToolHandler, ToolSnapshot};
-use super::trace::Recorder;
+use super::trace::{CoreCall, Recorder};
 use crate::core::{
-    CallId, ContextId, DisposerRef, Effect, FailureCause, HookRef, HostCore, Input, OpId,
-    OpOutcome, ProtocolError, Registered, Registration, Status, ToolRef,
+    AdmittedCall, CallId, CallRefused, CallVerdict, ContextId, DefinitionMeta, DiscoveryError,
+    DisposerRef, Effect, FailureCause, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
+    ProtocolError, Registered, Registration, Requested, Status, ToolRef,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -138,17 +139,81 @@ pub(crate) struct Shell {
 }
 
 impl Shell {
-    /// Applies an input, performing at once the effects that only touch the
-    /// shell's tables; returns the rest (replies, and what runs extension
-    /// code or must be awaited). A refused input is a shell bug: it is
-    /// logged and returned as an error, never a panic.
-    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+    /// Records a call into the core, when recording.
+    fn record(&self, call: impl FnOnce() -> CoreCall) {
         if let Some(recorder) = &self.recorder {
-            recorder.input(&input);
+            recorder.input(call());
         }
+    }
+
+    /// Applies an input of the running operation, performing at once the
+    /// commands that only touch the shell's tables; returns the rest (what
+    /// runs extension code or must be awaited). A refused input is a shell
+    /// bug: it is logged and returned as an error, never a panic.
+    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+        self.record(|| CoreCall::Step(input.clone()));
         let effects = self.core.apply(input).inspect_err(|e| {
             tracing::error!(error = %e, "the shell fed the core an input it refused");
         })?;
+        Ok(self.perform(effects))
+    }
+
+    /// Discovers a batch in the core (H-2).
+    pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
+        self.record(|| CoreCall::Discover(batch.clone()));
+        let answer = self.core.discover(batch);
+        self.perform_all(answer.effects);
+        answer.reply
+    }
+
+    /// Asks the core for an operation.
+    pub fn request(&mut self, kind: OpKind) -> Requested {
+        self.record(|| CoreCall::Request(kind.clone()));
+        let answer = self.core.request(kind);
+        self.perform_all(answer.effects);
+        answer.reply
+    }
+
+    /// Withdraws a queued operation (H-3).
+    pub fn withdraw(&mut self, op: OpId) -> Result<(), ProtocolError> {
+        self.record(|| CoreCall::Withdraw(op));
+        self.core.withdraw(op)
+    }
+
+    /// Asks the core to admit a tool call.
+    pub fn call_start(&mut self, tool: &str) -> Result<AdmittedCall, CallRefused> {
+        self.record(|| CoreCall::CallStart {
+            tool: tool.to_owned(),
+        });
+        self.core.call_start(tool)
+    }
+
+    /// Tells the core a call ended; returns what its caller gets, and the
+    /// commands left for the running operation (the shutdown waiting for
+    /// this call).
+    pub fn call_finished(
+        &mut self,
+        call: CallId,
+        deadline_passed: bool,
+    ) -> (CallVerdict, Vec<Effect>) {
+        self.record(|| CoreCall::CallFinished {
+            call,
+            deadline_passed,
+        });
+        let answer = self.core.call_finished(call, deadline_passed);
+        (answer.reply, self.perform(answer.effects))
+    }
+
+    /// Performs commands that must have no operation-driver work left.
+    fn perform_all(&mut self, effects: Vec<Effect>) {
+        for effect in self.perform(effects) {
+            tracing::error!(?effect, "a command no driver performs");
+        }
+    }
+
+    /// Performs at once the commands that only touch the shell's tables;
+    /// returns the rest, in order.
+    fn perform(&mut self, effects: Vec<Effect>) -> Vec<Effect> {
         let mut rest = Vec::with_capacity(effects.len());
         for effect in effects {
             match effect {
@@ -246,7 +311,7 @@ impl Shell {
                 other => rest.push(other),
             }
         }
-        Ok(rest)
+        rest
     }
 
     /// Hands an operation's outcome to its caller.
@@ -282,17 +347,14 @@ impl Shell {
         self.graveyard.push(Box::new(value));
     }
 
-    /// The handlers of the hooks emit `op` delivers to, in order; resolved
-    /// once per publication, so an emit costs no lookups per hook.
-    pub fn hook_handlers(&mut self, op: OpId) -> Arc<[Option<HookFn>]> {
+    /// The handlers of `hooks` (the hooks an emit delivers to, in order);
+    /// resolved once per publication, so an emit costs no lookups per hook.
+    pub fn hook_handlers(&mut self, hooks: &VectorSync<LiveHook>) -> Arc<[Option<HookFn>]> {
         if let Some((generation, handlers)) = &self.hook_handlers
             && *generation == self.generation
         {
             return handlers.clone();
         }
-        let Some(hooks) = self.core.emit_hooks(op) else {
-            return Arc::from(Vec::new());
-        };
         let handlers: Arc<[Option<HookFn>]> = hooks
             .iter()
             .map(|h| self.hooks.get(&h.hook).cloned())
@@ -318,17 +380,13 @@ impl Shell {
         context: ContextId,
         registration: Registration,
     ) -> Option<Registered> {
-        match self
-            .apply(Input::Register {
-                context,
-                registration,
-            })
-            .ok()?
-            .first()
-        {
-            Some(Effect::Registration(Ok(handle))) => Some(*handle),
-            _ => None,
-        }
+        self.record(|| CoreCall::Register {
+            context,
+            registration: registration.clone(),
+        });
+        let answer = self.core.register(context, registration);
+        self.perform_all(answer.effects);
+        answer.reply.ok()
     }
 
     pub fn stage_tool(&mut self, r: ToolRef, descriptor: ToolDescriptor, tool: Arc<dyn Tool>) {

@@ -9,7 +9,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::core::{CallId, CleanupStep, ContextId, HookRef, Input, OpId, ToolSpec};
+use crate::core::{
+    CallId, CleanupStep, ContextId, DefinitionMeta, HookRef, Input, OpId, OpKind, Registration,
+    ToolSpec,
+};
 
 /// A public host call, as the caller made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +59,39 @@ pub struct TriggerTrace {
     pub eager: bool,
 }
 
+/// One call the shell made into the core: a caller's command (typed
+/// method) or an input of the running operation ([`Input`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoreCall {
+    /// `HostCore::discover`.
+    Discover(Vec<DefinitionMeta>),
+    /// `HostCore::request`.
+    Request(OpKind),
+    /// `HostCore::withdraw`.
+    Withdraw(OpId),
+    /// `HostCore::register`.
+    Register {
+        /// The context used.
+        context: ContextId,
+        /// What was registered.
+        registration: Registration,
+    },
+    /// `HostCore::call_start`.
+    CallStart {
+        /// The runtime name called.
+        tool: String,
+    },
+    /// `HostCore::call_finished`.
+    CallFinished {
+        /// The call.
+        call: CallId,
+        /// Its own deadline had passed.
+        deadline_passed: bool,
+    },
+    /// `HostCore::apply`.
+    Step(Input),
+}
+
 /// One event of a recorded run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceEvent {
@@ -63,9 +99,9 @@ pub enum TraceEvent {
     Created(Vec<ToolSpec>),
     /// A discovery batch was accepted; its triggers.
     Triggers(Vec<TriggerTrace>),
-    /// An input fed to the core, with the public call whose task fed it
-    /// (`None` for inputs fed by the shell's own operation tasks).
-    Input(Input, Option<PublicCall>),
+    /// A call into the core, with the public call whose task made it
+    /// (`None` for calls made by the shell's own operation tasks).
+    Input(CoreCall, Option<PublicCall>),
     /// Extension code the shell started.
     Ran(CodeRun),
 }
@@ -101,9 +137,9 @@ impl Recorder {
             .push(event);
     }
 
-    pub(crate) fn input(&self, input: &Input) {
+    pub(crate) fn input(&self, call: CoreCall) {
         let cause = CAUSE.try_with(Clone::clone).ok();
-        self.push(TraceEvent::Input(input.clone(), cause));
+        self.push(TraceEvent::Input(call, cause));
     }
 
     pub(crate) fn ran(&self, code: CodeRun) {

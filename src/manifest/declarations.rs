@@ -20,33 +20,16 @@
 //!
 //! Providers are declarative only: the host offers no provider registration,
 //! so there is nothing to match them against.
+//!
+//! The rule itself, its reason enum and its error type are the core's
+//! ([`crate::core::check_declarations`]); this module only turns a
+//! manifest's declarations and the registered tools into the core's terms.
 
 use serde_json::Value;
-use thiserror::Error;
 
 use super::digest::SchemaDigest;
-use super::reason::{quote, reason_enum};
 use super::schema::{DeclaredTool, Manifest};
-use crate::core::{ToolRef, ToolSpec, check_declarations};
-use crate::error::codes;
-
-reason_enum! {
-    /// Why the registered tools do not match the declarations (M-5).
-    enum MismatchReason;
-    /// Every declaration-match reason code, in check order.
-    const MISMATCH_REASON_CODES;
-
-    /// A registered tool was not declared.
-    UndeclaredToolRegistered => "undeclared_tool_registered",
-    /// A tool name was registered twice.
-    DuplicateRegisteredTool => "duplicate_registered_tool",
-    /// A declared tool was not registered.
-    DeclaredToolNotRegistered => "declared_tool_not_registered",
-    /// A registered tool's description differs from the declared one.
-    RegisteredToolDescriptionMismatch => "registered_tool_description_mismatch",
-    /// A registered tool's schema digest differs from the declared one.
-    RegisteredToolSchemaDigestMismatch => "registered_tool_schema_digest_mismatch",
-}
+use crate::core::{DeclarationMismatch, ToolRef, ToolSpec, check_declarations};
 
 /// The input schema of a registered tool: the schema itself or its digest
 /// (for instance when a process extension reported only a digest).
@@ -98,53 +81,6 @@ impl<'a> RegisteredTool<'a> {
     }
 }
 
-/// The registered tools differ from the declarations (M-5). It fails the
-/// activation, so its code is `EXTENSION_ACTIVATION_FAILED`; the reason
-/// code says what differs.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("declaration mismatch ({reason}) for tool {}: {message}", quote(tool))]
-pub struct DeclarationMismatch {
-    reason: MismatchReason,
-    tool: String,
-    message: String,
-}
-
-impl DeclarationMismatch {
-    fn new(reason: MismatchReason, tool: &str, message: String) -> Self {
-        DeclarationMismatch {
-            reason,
-            tool: tool.to_owned(),
-            message,
-        }
-    }
-
-    /// The stable error code of the activation failure it causes:
-    /// `EXTENSION_ACTIVATION_FAILED`.
-    pub fn code(&self) -> &'static str {
-        codes::EXTENSION_ACTIVATION_FAILED
-    }
-
-    /// What differs.
-    pub fn reason(&self) -> MismatchReason {
-        self.reason
-    }
-
-    /// The reason code as a string.
-    pub fn reason_code(&self) -> &'static str {
-        self.reason.as_str()
-    }
-
-    /// The tool name concerned.
-    pub fn tool(&self) -> &str {
-        &self.tool
-    }
-
-    /// The human explanation.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
 /// Checks that `registered` equals `declared` (M-5), in the order given in
 /// the module documentation.
 pub fn match_tool_declarations(
@@ -163,55 +99,7 @@ pub fn match_tool_declarations(
             (ToolRef(i as u64), spec)
         })
         .collect();
-    let Err(found) = check_declarations(&declared_specs, &registered_specs) else {
-        return Ok(());
-    };
-    let name = found.tool.as_str();
-    let declared_tool = declared.iter().find(|t| t.name() == name);
-    let registered_tool = registered.iter().find(|t| t.name == name);
-    let (reason, message) = match found.reason {
-        "undeclared_tool_registered" => (
-            MismatchReason::UndeclaredToolRegistered,
-            format!(
-                "the extension registered {} but its manifest does not declare it",
-                quote(name)
-            ),
-        ),
-        "duplicate_registered_tool" => (
-            MismatchReason::DuplicateRegisteredTool,
-            format!("the extension registered {} twice", quote(name)),
-        ),
-        "declared_tool_not_registered" => {
-            let missing = declared
-                .iter()
-                .filter(|d| !registered.iter().any(|r| r.name == d.name()))
-                .count();
-            (
-                MismatchReason::DeclaredToolNotRegistered,
-                format!(
-                    "the manifest declares {} but the extension did not register it ({missing} declared tool(s) missing)",
-                    quote(name)
-                ),
-            )
-        }
-        "registered_tool_description_mismatch" => (
-            MismatchReason::RegisteredToolDescriptionMismatch,
-            format!(
-                "registered description {} differs from the declared {}",
-                quote(registered_tool.map_or("", |t| t.description)),
-                quote(declared_tool.map_or("", |t| t.description()))
-            ),
-        ),
-        _ => (
-            MismatchReason::RegisteredToolSchemaDigestMismatch,
-            format!(
-                "registered input schema digest {} differs from the declared {}",
-                registered_tool.map_or_else(String::new, |t| t.schema.digest().to_hex()),
-                declared_tool.map_or_else(String::new, |t| t.schema_digest().to_hex())
-            ),
-        ),
-    };
-    Err(DeclarationMismatch::new(reason, name, message))
+    check_declarations(&declared_specs, &registered_specs)
 }
 
 impl Manifest {

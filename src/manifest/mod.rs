@@ -45,14 +45,12 @@ mod reason;
 mod schema;
 mod validate;
 
+pub use crate::core::{DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason};
 pub use classify::{
     ActivationCause, Classification, Trigger, TriggerKind, classify, earliest_trigger,
     is_triggered_by, triggers,
 };
-pub use declarations::{
-    DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, RegisteredSchema, RegisteredTool,
-    match_tool_declarations,
-};
+pub use declarations::{RegisteredSchema, RegisteredTool, match_tool_declarations};
 pub use digest::{SchemaDigest, canonical_json, schema_digest};
 pub use dormant::{
     DormantTool, RUNTIME_NAME_SEPARATOR, runtime_tool_name, split_runtime_tool_name,

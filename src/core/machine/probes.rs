@@ -1,0 +1,178 @@
+//! Mutant probes: the bodies of the seeded bugs ([`Mutant`]).
+//!
+//! Architecture invariants:
+//! - Each probe is one statement at its site (`self.probe_*(..)`, or
+//!   `self.mutant(Mutant::X)` as a condition or an argument), and every
+//!   probe here does nothing unless its mutant is set. Without the
+//!   `mutants` feature `mutant()` is `false`, so the checked code is the
+//!   shipped code whenever no mutant is set.
+//! - Probes build on `state.rs` only; no operation file depends on another
+//!   through them.
+
+use crate::core::ids::ContextId;
+use crate::core::lifecycle::{Cancellation, Contribution, DefinitionMeta, ExtensionSlot};
+#[cfg(feature = "mutants")]
+use crate::core::mutant::Mutant as M;
+use crate::core::mutant::Mutant;
+use crate::core::outcome::LiveHook;
+use crate::core::protocol::{Answer, ContextClosed, Effect, Registered, Registration};
+use crate::core::registry::{Binding, Owner, ToolRegistry, ToolSpec};
+use crate::core::{OpId, ToolRef};
+
+use super::state::HostCore;
+
+impl HostCore {
+    /// The same core running a seeded bug.
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mut self, mutant: Option<M>) -> Self {
+        self.mutant = mutant;
+        self.registry = self.registry.with_mutant(mutant);
+        self
+    }
+
+    /// `StartBeforeSettled`: the operation that runs is set aside for the
+    /// one that begins.
+    pub(super) fn probe_suspend_running(&mut self) {
+        #[cfg(feature = "mutants")]
+        if let Some(running) = self.running.take() {
+            self.suspended.push(running);
+        }
+    }
+
+    /// `StartBeforeSettled`: the operation set aside runs again.
+    pub(super) fn probe_resume_suspended(&mut self) {
+        #[cfg(feature = "mutants")]
+        {
+            self.running = self.suspended.pop();
+        }
+    }
+
+    /// `StartBeforeSettled`: the operations set aside.
+    pub(super) fn probe_suspended_ops(&self) -> Vec<OpId> {
+        #[cfg(feature = "mutants")]
+        return self.suspended.iter().map(|r| r.op()).collect();
+        #[cfg(not(feature = "mutants"))]
+        Vec::new()
+    }
+
+    /// `PartialDiscovery`: a refused batch keeps the entries before the bad
+    /// one.
+    pub(super) fn probe_keep_partial_batch(&mut self, accepted: &[DefinitionMeta]) {
+        if self.mutant(Mutant::PartialDiscovery) {
+            for meta in accepted {
+                self.add_discovered(meta.clone());
+            }
+        }
+    }
+
+    /// `PublishBeforeValidate`: a staged tool goes live at registration.
+    pub(super) fn probe_publish_staged(
+        &mut self,
+        meta: &DefinitionMeta,
+        tool: ToolRef,
+        spec: &ToolSpec,
+    ) -> Vec<Effect> {
+        if !self.mutant(Mutant::PublishBeforeValidate) {
+            return Vec::new();
+        }
+        let owner = Owner::Extension(meta.id.clone());
+        let _ = self
+            .registry
+            .insert(&meta.runtime_spec(spec), owner, Binding::Live(tool));
+        vec![Effect::Publish]
+    }
+
+    /// `PublishBeforeValidate`: the staged tools are already live; take
+    /// them out of the candidate so that the batch can be added again.
+    pub(super) fn probe_unpublish_staged(
+        &self,
+        candidate: &mut ToolRegistry,
+        meta: &DefinitionMeta,
+        staged: &Contribution,
+    ) {
+        if !self.mutant(Mutant::PublishBeforeValidate) {
+            return;
+        }
+        for (tool, spec) in &staged.tools {
+            let name = meta.runtime_tool_name(&spec.name);
+            if candidate
+                .get(&name)
+                .is_some_and(|e| e.binding == Binding::Live(*tool))
+            {
+                candidate.remove(&name);
+            }
+        }
+    }
+
+    /// `SkipCandidateClone`: the candidate was the live registry, so a
+    /// refused batch leaves what it added so far live.
+    pub(super) fn probe_leak_candidate(&mut self, candidate: &ToolRegistry) {
+        if self.mutant(Mutant::SkipCandidateClone) {
+            self.registry = candidate.clone();
+        }
+    }
+
+    /// `CompletionBeatsDeadline`: an `activate` returning `Ok` after its
+    /// deadline counts as if the deadline had not passed.
+    pub(super) fn probe_completion_beats_deadline(
+        &self,
+        cancelled: Option<Cancellation>,
+        ok: bool,
+    ) -> Option<Cancellation> {
+        let beats = self.mutant(Mutant::CompletionBeatsDeadline) && ok;
+        cancelled.filter(|why| !(beats && *why == Cancellation::Deadline))
+    }
+
+    /// `NoContextClosedCheck`: a registration through the context of an
+    /// active extension is accepted, and goes live at once.
+    pub(super) fn probe_late_registration(
+        &mut self,
+        context: ContextId,
+        registration: Registration,
+    ) -> Answer<Result<Registered, ContextClosed>> {
+        let Some(ext) = self
+            .exts
+            .iter()
+            .position(|e| matches!(e, ExtensionSlot::Active(a) if a.state().context == context))
+        else {
+            return Answer::reply(Err(ContextClosed));
+        };
+        let id = self.exts[ext].id().to_owned();
+        let handle = match registration {
+            Registration::Tool(spec) => {
+                let tool = self.counters.tool();
+                let _ = self
+                    .registry
+                    .insert(&spec, Owner::Extension(id), Binding::Live(tool));
+                Registered::Tool(tool)
+            }
+            Registration::Hook => {
+                let hook = self.counters.hook();
+                self.hooks.push_back_mut(LiveHook {
+                    extension: id,
+                    index: usize::MAX,
+                    hook,
+                });
+                Registered::Hook(hook)
+            }
+            Registration::Disposer => Registered::Disposer(self.counters.disposer()),
+        };
+        Answer {
+            reply: Ok(handle),
+            effects: vec![Effect::Publish],
+        }
+    }
+
+    /// `DisposeFailedExtensions`: shutdown marks failed extensions
+    /// disposed, a transition H-1 does not have.
+    pub(super) fn probe_dispose_failed(&mut self) {
+        #[cfg(feature = "mutants")]
+        if self.mutant(Mutant::DisposeFailedExtensions) {
+            for slot in self.exts.iter_mut() {
+                if let ExtensionSlot::Failed(failed) = slot {
+                    *slot = ExtensionSlot::Disposed(failed.clone().mutant_dispose());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The host's state: [`HostCore`] and the progress of the one operation
+//! that runs, with the helpers every operation shares (the cleanup cursor
+//! and plan, settling).
+//!
+//! Architecture invariants:
+//! - This is the bottom of `machine/`: it imports no other file of it, and
+//!   every other file of it builds on this one.
+//! - A field never restates another: whether an activation has an instance
+//!   or an open context is its [`ActivationStep`]; the extension that
+//!   activates is owned by the running [`Activation`], not by its slot.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rpds::VectorSync;
+
+use crate::core::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
+use crate::core::lifecycle::{Activating, Extension, ExtensionSlot};
+use crate::core::mutant::Mutant;
+use crate::core::outcome::{
+    CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
+    StepFailure,
+};
+use crate::core::protocol::Effect;
+use crate::core::registry::{Owner, ToolRegistry};
+
+/// An operation waiting in the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Queued {
+    pub op: OpId,
+    pub kind: OpKind,
+    /// Shutdown began before its turn: it settles without running.
+    pub cancelled: bool,
+}
+
+/// Where a running activation is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ActivationStep {
+    /// The factory runs; no instance yet, the context is closed.
+    Factory,
+    /// `activate` runs: an instance exists and the context is open.
+    Activate,
+    /// The rollback runs; the context is closed.
+    Rollback {
+        cause: FailureCause,
+        cleanup: CleanupCursor,
+    },
+}
+
+/// The running activation: it owns the extension while it activates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Activation {
+    pub op: OpId,
+    pub extension: Extension<Activating>,
+    pub step: ActivationStep,
+}
+
+impl Activation {
+    pub fn context(&self) -> ContextId {
+        self.extension.state().context
+    }
+}
+
+/// The running emit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Emit {
+    pub op: OpId,
+    pub hooks: VectorSync<LiveHook>,
+    pub next: usize,
+    pub diagnostics: Vec<HookDiagnostic>,
+}
+
+/// The running shutdown.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Dispose {
+    pub op: OpId,
+    pub cleanup: CleanupCursor,
+    /// Waiting for the calls in flight of the current step's extension
+    /// before its first cleanup step (INV-12).
+    pub draining: bool,
+}
+
+/// The operation that runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Running {
+    Activation(Activation),
+    Emit(Emit),
+    Dispose(Dispose),
+}
+
+impl Running {
+    pub fn op(&self) -> OpId {
+        match self {
+            Running::Activation(a) => a.op,
+            Running::Emit(e) => e.op,
+            Running::Dispose(d) => d.op,
+        }
+    }
+}
+
+/// The one cleanup cursor: a plan of steps, the step that runs, and the
+/// steps that failed (a rollback's and the shutdown's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct CleanupCursor {
+    steps: Vec<CleanupStep>,
+    next: usize,
+    failures: Vec<StepFailure>,
+}
+
+/// What the cursor does after a step finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Advance {
+    /// Another step follows.
+    Next,
+    /// Every step ran.
+    Done,
+    /// It stopped at a failing step (only under a seeded bug).
+    Stopped,
+}
+
+impl CleanupCursor {
+    /// A cursor at the first step of `steps`; `None` when there is none.
+    pub fn new(steps: Vec<CleanupStep>) -> Option<Self> {
+        (!steps.is_empty()).then_some(Self {
+            steps,
+            next: 0,
+            failures: Vec::new(),
+        })
+    }
+
+    /// The step that runs.
+    pub fn current(&self) -> &CleanupStep {
+        &self.steps[self.next]
+    }
+
+    /// True when the step that runs is the first of its extension.
+    pub fn first_of_extension(&self) -> bool {
+        self.next == 0 || self.steps[self.next - 1].extension != self.current().extension
+    }
+
+    /// Records the result of the step that runs and moves on.
+    pub fn advance(&mut self, result: Result<(), Failure>, stop_on_failure: bool) -> Advance {
+        let failed = match result {
+            Ok(()) => false,
+            Err(failure) => {
+                self.failures.push(StepFailure {
+                    step: self.current().clone(),
+                    failure,
+                });
+                true
+            }
+        };
+        self.next += 1;
+        if failed && stop_on_failure {
+            Advance::Stopped
+        } else if self.next < self.steps.len() {
+            Advance::Next
+        } else {
+            Advance::Done
+        }
+    }
+
+    /// The steps that failed, in attempt order.
+    pub fn into_failures(self) -> Vec<StepFailure> {
+        self.failures
+    }
+}
+
+/// The one cleanup plan of an extension's attempt: its disposers in
+/// reverse registration order (forward only under a seeded bug), then the
+/// instance's own `dispose` when it has an instance (H-5, H-11).
+pub(super) fn cleanup_plan(
+    extension: &str,
+    context: ContextId,
+    disposers: &[DisposerRef],
+    instance: bool,
+    forward: bool,
+) -> impl Iterator<Item = CleanupStep> {
+    let step = |kind| CleanupStep {
+        extension: extension.to_owned(),
+        context,
+        kind,
+    };
+    let mut order: Vec<(usize, DisposerRef)> = disposers.iter().copied().enumerate().collect();
+    if !forward {
+        order.reverse();
+    }
+    let disposers: Vec<CleanupStep> = order
+        .into_iter()
+        .map(|(index, disposer)| step(CleanupKind::Disposer { index, disposer }))
+        .collect();
+    let instance = instance.then(|| step(CleanupKind::Instance));
+    disposers.into_iter().chain(instance)
+}
+
+/// The host's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Serving operations.
+    Open,
+    /// `dispose` was requested: new requests are refused; it waits its turn.
+    Closing(OpId),
+    /// Shut down.
+    Disposed(OpId),
+}
+
+/// One tool call in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct InFlight {
+    pub owner: Owner,
+}
+
+/// The pure host: all logical state, no closures, no I/O, no clock.
+///
+/// Callers' commands are typed methods that answer at once
+/// ([`HostCore::discover`], [`HostCore::request`], [`HostCore::withdraw`],
+/// [`HostCore::register`], [`HostCore::call_start`],
+/// [`HostCore::call_finished`]). The running operation is driven by
+/// [`HostCore::apply`]: perform the returned [`Effect`]s in order and feed
+/// their results back as further [`crate::core::Input`]s.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostCore {
+    pub(super) exts: Vec<ExtensionSlot>,
+    pub(super) index: BTreeMap<String, usize>,
+    pub(super) registry: ToolRegistry,
+    pub(super) hooks: VectorSync<LiveHook>,
+    pub(super) activation_order: Vec<String>,
+    pub(super) queue: VecDeque<Queued>,
+    pub(super) running: Option<Running>,
+    pub(super) phase: Phase,
+    pub(super) counters: Counters,
+    /// Tool calls in flight, by handle (INV-12).
+    pub(super) calls: BTreeMap<CallId, InFlight>,
+    #[cfg(feature = "mutants")]
+    pub(super) mutant: Option<Mutant>,
+    /// Operations begun and not settled under `StartBeforeSettled`.
+    #[cfg(feature = "mutants")]
+    pub(super) suspended: Vec<Running>,
+}
+
+impl HostCore {
+    /// True when this core runs the seeded bug `m`; always `false` without
+    /// the `mutants` feature.
+    #[allow(unused_variables)]
+    pub(super) fn mutant(&self, m: Mutant) -> bool {
+        #[cfg(feature = "mutants")]
+        {
+            self.mutant == Some(m)
+        }
+        #[cfg(not(feature = "mutants"))]
+        {
+            false
+        }
+    }
+
+    /// The operation running now.
+    pub fn running_op(&self) -> Option<OpId> {
+        self.running.as_ref().map(Running::op)
+    }
+
+    /// The calls in flight of extension `id`, in the order they started.
+    pub(super) fn calls_of(&self, id: &str) -> Vec<CallId> {
+        self.calls
+            .iter()
+            .filter(|(_, f)| matches!(&f.owner, Owner::Extension(e) if e == id))
+            .map(|(call, _)| *call)
+            .collect()
+    }
+
+    /// The slot index of the extension with this id (one the core knows).
+    pub(super) fn slot_of(&self, id: &str) -> usize {
+        self.index[id]
+    }
+
+    /// The operation settles: nothing runs any more (or, under
+    /// `StartBeforeSettled`, the one it suspended runs again).
+    pub(super) fn settle(&mut self, op: OpId, outcome: OpOutcome) -> Effect {
+        self.running = None;
+        self.probe_resume_suspended();
+        Effect::Settle { op, outcome }
+    }
+}

@@ -1,0 +1,54 @@
+//! Seeded bugs: the names of the rules a checked build can break on purpose.
+//!
+//! Architecture invariant: this module depends on nothing. The probes that
+//! act on these names are one statement each at their sites (in
+//! [`super::machine`] and [`super::registry`]), and their bodies live in
+//! `machine/probes.rs`; without the `mutants` feature every probe is `false`,
+//! so the checked code is the shipped code whenever no mutant is set.
+
+/// Seeded bugs: each breaks one rule so that a checker can show it catches
+/// the break. Only a build with the `mutants` feature can give a core one
+/// (`HostCore::with_mutant`, `ToolRegistry::with_mutant`); without it these
+/// names are inert and every check of them compiles to `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mutant {
+    /// A staged tool goes live at registration, before validation (INV-1).
+    PublishBeforeValidate,
+    /// Commit writes into the live registry instead of a candidate clone, so
+    /// a failing batch leaves its first tools behind (INV-1).
+    SkipCandidateClone,
+    /// Rollback runs disposers in registration order (INV-2).
+    ForwardRollback,
+    /// Rollback and shutdown stop at the first failing step (INV-2, INV-3).
+    StopCleanupAtFirstFailure,
+    /// Shutdown cleans up in activation order (INV-3).
+    ForwardShutdown,
+    /// Registrations are accepted after the activation settled (INV-5).
+    NoContextClosedCheck,
+    /// A failing hook stops delivery to later hooks (INV-8).
+    HookFailureStopsLater,
+    /// An operation may begin before the previous one settled (INV-4).
+    StartBeforeSettled,
+    /// A refused discovery batch keeps the entries before the bad one (INV-6).
+    PartialDiscovery,
+    /// Shutdown marks failed extensions disposed: `failed -> disposed` (INV-7).
+    DisposeFailedExtensions,
+    /// Shutdown does not cancel the pending activation (INV-9).
+    NoCancelOnDispose,
+    /// API-name collisions are not suffixed (INV-10).
+    NoApiNameSuffix,
+    /// Shutdown cleans an extension up while its tool calls still run
+    /// (INV-12).
+    CleanupIgnoresCalls,
+    /// An `activate` that returns `Ok` after its deadline passed is
+    /// committed (INV-12).
+    CompletionBeatsDeadline,
+    /// The registry never frees an API name when it removes an entry, so a
+    /// dormant descriptor's live tool gets another one (INV-10).
+    NeverFreeApiName,
+    /// The registry takes the first collision suffix (`_2`) without checking
+    /// that it is free, which only a three-way collision shows (INV-10). The
+    /// model's bounds reach two-way collisions only: the registry property
+    /// test (`proptests/tests/registry.rs`) catches this one.
+    SuffixNotCheckedFree,
+}

@@ -1,0 +1,284 @@
+//! The protocol between the core and whoever drives it (the async shell,
+//! or the model checker): callers' commands and their typed replies, the
+//! inputs of the running operation, and the commands ([`Effect`]s) the
+//! driver performs.
+//!
+//! Architecture invariant: this module is data only. It depends on
+//! [`super::ids`], [`super::registry`] and [`super::outcome`], never on the
+//! transition code.
+
+use rpds::VectorSync;
+
+use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
+use super::outcome::{CleanupStep, Failure, LiveHook, OpOutcome};
+use super::registry::{Owner, ToolSpec};
+
+/// A registration made through an activation context (H-6).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Registration {
+    /// A tool, by the name the extension gives it.
+    Tool(ToolSpec),
+    /// An event hook.
+    Hook,
+    /// A disposer.
+    Disposer,
+}
+
+/// The handle of an accepted registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Registered {
+    /// A staged tool.
+    Tool(ToolRef),
+    /// A staged hook.
+    Hook(HookRef),
+    /// A staged disposer.
+    Disposer(DisposerRef),
+}
+
+/// The answer to a caller's command: its typed reply, and the commands it
+/// set off (often none), to perform in order after taking the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[must_use]
+pub struct Answer<T> {
+    /// The reply.
+    pub reply: T,
+    /// The commands, in order.
+    pub effects: Vec<Effect>,
+}
+
+impl<T> Answer<T> {
+    /// A reply that sets nothing off.
+    pub fn reply(reply: T) -> Self {
+        Self {
+            reply,
+            effects: Vec::new(),
+        }
+    }
+}
+
+/// The reply to [`HostCore::request`](super::HostCore::request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Requested {
+    /// The operation joined the queue.
+    Enqueued(OpId),
+    /// A second `dispose`: wait for the first one's outcome.
+    JoinDispose(OpId),
+    /// Refused, nothing queued.
+    Rejected(Rejection),
+}
+
+/// One step of the operation that runs (or begins): the inputs of
+/// [`HostCore::apply`](super::HostCore::apply). Each returns the commands
+/// the driver performs next, one `Vec<Effect>` per step.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Input {
+    /// The queued operation reached its turn.
+    Begin(OpId),
+    /// The factory of an activation returned (`Ok`: an instance exists).
+    FactoryReturned {
+        /// The activation.
+        context: ContextId,
+        /// Its result.
+        result: Result<(), Failure>,
+    },
+    /// The instance's `activate` settled.
+    ActivateReturned {
+        /// The activation.
+        context: ContextId,
+        /// Its result.
+        result: Result<(), Failure>,
+    },
+    /// The hook the core asked for finished.
+    HookFinished {
+        /// The emit operation.
+        op: OpId,
+        /// Its result.
+        result: Result<(), Failure>,
+    },
+    /// Every hook of the running emit, from the one the core asked for to
+    /// the last, finished with these results, in delivery order. Exactly
+    /// the same as one `HookFinished` per result; it lets the shell run a
+    /// long list of hooks without a round trip through the core per hook.
+    HooksFinished {
+        /// The emit operation.
+        op: OpId,
+        /// One result per remaining hook.
+        results: Vec<Result<(), Failure>>,
+    },
+    /// The cleanup step the core asked for finished.
+    CleanupFinished {
+        /// The operation (activation rollback or dispose).
+        op: OpId,
+        /// Its result.
+        result: Result<(), Failure>,
+    },
+    /// The deadline of the step the running operation awaits passed: the
+    /// activation's (factory or `activate`), a cleanup step's, or the wait
+    /// for an extension's calls in flight before its cleanup (H-12, H-11).
+    DeadlinePassed {
+        /// The running operation.
+        op: OpId,
+    },
+    /// The task performing the step the running operation awaits ended
+    /// without reporting it (its runtime shut down, or it was aborted). The
+    /// step counts as failed with `EXTENSION_TASK_LOST`, exactly like an
+    /// error from that step, and the operation goes on.
+    StepLost {
+        /// The running operation.
+        op: OpId,
+    },
+}
+
+/// Why a request was refused before it joined the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rejection {
+    /// The host is disposed or shutting down.
+    HostDisposed,
+}
+
+/// A command: something the driver must do, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Call the extension's factory.
+    CallFactory {
+        /// The operation.
+        op: OpId,
+        /// The extension.
+        extension: String,
+        /// The new context (and instance) handle.
+        context: ContextId,
+    },
+    /// Open the context and run the instance's `activate`.
+    RunActivate {
+        /// The extension.
+        extension: String,
+        /// The context.
+        context: ContextId,
+    },
+    /// Fire the cancellation signal of this activation.
+    Cancel {
+        /// The context.
+        context: ContextId,
+    },
+    /// Run `hooks[next]` with the operation's event. The driver may go on
+    /// with every later hook of `hooks` and report them all at once
+    /// ([`Input::HooksFinished`]).
+    RunHook {
+        /// The emit operation.
+        op: OpId,
+        /// Every hook the emit delivers to, in order (a persistent list:
+        /// cloning it is O(1)).
+        hooks: VectorSync<LiveHook>,
+        /// The hook to run now.
+        next: usize,
+    },
+    /// Run one cleanup step.
+    RunCleanup {
+        /// The operation.
+        op: OpId,
+        /// The step.
+        step: CleanupStep,
+    },
+    /// The live registry or hooks changed: publish a new snapshot.
+    Publish,
+    /// These handles will never be used again: drop them.
+    Forget {
+        /// Contexts (instances).
+        contexts: Vec<ContextId>,
+        /// Tool handlers.
+        tools: Vec<ToolRef>,
+        /// Hooks.
+        hooks: Vec<HookRef>,
+        /// Disposers.
+        disposers: Vec<DisposerRef>,
+    },
+    /// The host is shut down: drop every handle.
+    ForgetAll,
+    /// The operation settled: hand this outcome to its caller.
+    Settle {
+        /// The operation.
+        op: OpId,
+        /// Its outcome.
+        outcome: OpOutcome,
+    },
+    /// Fire the cancellation signals of these calls in flight: their
+    /// extension's cleanup waits for them to finish (H-11, INV-12).
+    CancelCalls {
+        /// The calls, in the order they started.
+        calls: Vec<CallId>,
+    },
+    /// These calls outlived the wait for them: drop their futures and
+    /// answer their callers with `EXTENSION_TIMEOUT`; a result they produce
+    /// later is discarded.
+    AbandonCalls {
+        /// The calls, in the order they started.
+        calls: Vec<CallId>,
+    },
+}
+
+/// A tool call the core admitted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AdmittedCall {
+    /// The call's handle, for `CallFinished`.
+    pub call: CallId,
+    /// The live handler to run.
+    pub tool: ToolRef,
+    /// Who contributed the tool.
+    pub owner: Owner,
+}
+
+/// Why a tool call was refused; nothing runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallRefused {
+    /// No live tool has that name (`TOOL_NOT_FOUND`).
+    NotFound,
+    /// The name is a dormant descriptor of this extension (M-4): calling it
+    /// needs its activation first.
+    Dormant {
+        /// The owning extension.
+        extension: String,
+    },
+    /// Shutdown has begun or completed (`HOST_DISPOSED`).
+    HostDisposed,
+}
+
+/// What the caller of a finished tool call gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallVerdict {
+    /// The tool's own result.
+    Delivered,
+    /// The call's deadline passed first: `EXTENSION_TIMEOUT`, and the
+    /// tool's result is discarded.
+    TimedOut,
+    /// The call had already been abandoned by its extension's cleanup; its
+    /// caller was answered then, and this result is discarded.
+    Discarded,
+}
+
+/// A registration arrived after its activation settled (H-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContextClosed;
+
+/// An input that is not valid in the current state: a bug in the driver,
+/// never a user error. The state is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("protocol error: {0}")]
+pub struct ProtocolError(pub String);
+
+/// What the core waits for next.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Awaiting {
+    /// The head of the queue may begin.
+    Begin(OpId),
+    /// The factory of this activation.
+    Factory(ContextId),
+    /// `activate` of this activation (its context is open).
+    Activate(ContextId),
+    /// The hook it asked for.
+    Hook(OpId, LiveHook),
+    /// The cleanup step it asked for.
+    Cleanup(OpId, CleanupStep),
+    /// The calls in flight of this extension, before its first cleanup step
+    /// of the shutdown `OpId` (H-11, INV-12).
+    Calls(OpId, String),
+}
