@@ -10,16 +10,18 @@ fn spec(name: &str) -> ToolSpec {
 fn core_with(ids: &[&str]) -> HostCore {
     let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
     let batch = ids.iter().map(|id| DefinitionMeta::plain(*id)).collect();
-    assert_eq!(
-        core.apply(Input::Discover(batch)).unwrap(),
-        vec![Effect::Discovered(Ok(()))]
-    );
+    let answer = core.discover(batch);
+    assert_eq!(answer.reply, Ok(()));
+    assert_eq!(answer.effects, vec![]);
     core
 }
 
 fn request(core: &mut HostCore, kind: OpKind) -> OpId {
-    match core.apply(Input::Request(kind)).unwrap().as_slice() {
-        [Effect::Enqueued(op), ..] => *op,
+    match core.request(kind) {
+        Answer {
+            reply: Requested::Enqueued(op),
+            ..
+        } => op,
         other => panic!("{other:?}"),
     }
 }
@@ -41,15 +43,11 @@ fn start_activation(core: &mut HostCore, id: &str) -> (OpId, ContextId) {
 }
 
 fn register(core: &mut HostCore, context: ContextId, registration: Registration) -> Registered {
-    match core
-        .apply(Input::Register {
-            context,
-            registration,
-        })
-        .unwrap()
-        .as_slice()
-    {
-        [Effect::Registration(Ok(handle))] => *handle,
+    match core.register(context, registration) {
+        Answer {
+            reply: Ok(handle),
+            effects,
+        } if effects.is_empty() => handle,
         other => panic!("{other:?}"),
     }
 }
@@ -119,26 +117,18 @@ fn activate_with(core: &mut HostCore, id: &str, registrations: &[Registration]) 
 fn discovery_is_all_or_nothing_and_calls_no_factory() {
     let mut core = core_with(&["a"]);
     let before = core.clone();
-    let effects = core
-        .apply(Input::Discover(vec![
-            DefinitionMeta::plain("b"),
-            DefinitionMeta::plain("a"),
-        ]))
-        .unwrap();
+    let answer = core.discover(vec![DefinitionMeta::plain("b"), DefinitionMeta::plain("a")]);
     assert_eq!(
-        effects,
-        vec![Effect::Discovered(Err(DiscoveryError::Duplicate {
-            id: "a".into()
-        }))]
+        answer,
+        Answer::reply(Err(DiscoveryError::Duplicate { id: "a".into() }))
     );
     assert_eq!(core, before, "a refused batch changes nothing");
-    let effects = core
-        .apply(Input::Discover(vec![DefinitionMeta::plain("bad id")]))
-        .unwrap();
+    let answer = core.discover(vec![DefinitionMeta::plain("bad id")]);
     assert!(matches!(
-        effects.as_slice(),
-        [Effect::Discovered(Err(DiscoveryError::InvalidId { .. }))]
+        answer.reply,
+        Err(DiscoveryError::InvalidId { .. })
     ));
+    assert!(answer.effects.is_empty());
     assert_eq!(core, before);
 }
 
@@ -269,13 +259,8 @@ fn registrations_outside_the_open_context_are_refused_and_change_nothing() {
     let (_, cx) = start_activation(&mut core, "a");
     // Before the context opens (factory still running).
     let before = core.clone();
-    let effects = core
-        .apply(Input::Register {
-            context: cx,
-            registration: Registration::Hook,
-        })
-        .unwrap();
-    assert_eq!(effects, vec![Effect::Registration(Err(ContextClosed))]);
+    let answer = core.register(cx, Registration::Hook);
+    assert_eq!(answer, Answer::reply(Err(ContextClosed)));
     assert_eq!(core, before);
     open(&mut core, cx);
     core.apply(Input::ActivateReturned {
@@ -289,13 +274,8 @@ fn registrations_outside_the_open_context_are_refused_and_change_nothing() {
         Registration::Hook,
         Registration::Disposer,
     ] {
-        let effects = core
-            .apply(Input::Register {
-                context: cx,
-                registration,
-            })
-            .unwrap();
-        assert_eq!(effects, vec![Effect::Registration(Err(ContextClosed))]);
+        let answer = core.register(cx, registration);
+        assert_eq!(answer, Answer::reply(Err(ContextClosed)));
     }
     assert_eq!(core, before);
 }
@@ -323,12 +303,9 @@ fn operations_begin_only_in_order_and_one_at_a_time() {
     assert_eq!(core.awaiting(), Some(Awaiting::Begin(first)));
     core.apply(Input::Begin(first)).unwrap();
     assert!(core.apply(Input::Begin(second)).is_err(), "one at a time");
-    assert!(
-        core.apply(Input::Withdraw(first)).is_err(),
-        "begun ops are not withdrawn"
-    );
+    assert!(core.withdraw(first).is_err(), "begun ops are not withdrawn");
     // A withdrawn op leaves the queue.
-    core.apply(Input::Withdraw(second)).unwrap();
+    core.withdraw(second).unwrap();
     assert!(!core.is_queued(second));
 }
 
@@ -341,7 +318,8 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
     let op = request(&mut core, OpKind::Emit);
     let mut effects = core.apply(Input::Begin(op)).unwrap();
     let mut order = Vec::new();
-    while let [Effect::RunHook { hook, .. }] = effects.as_slice() {
+    while let [Effect::RunHook { hooks, next, .. }] = effects.as_slice() {
+        let hook = &hooks[*next];
         order.push((hook.extension.clone(), hook.index));
         let result = if order.len() == 2 {
             Err(Failure::error("x"))
@@ -375,18 +353,18 @@ fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
     let (act, cx) = start_activation(&mut core, "a");
     open(&mut core, cx);
     let queued = request(&mut core, OpKind::Activate("b".into()));
-    let effects = core.apply(Input::Request(OpKind::Dispose)).unwrap();
-    let [Effect::Enqueued(dispose), Effect::Cancel { context }] = effects.as_slice() else {
-        panic!("{effects:?}")
+    let answer = core.request(OpKind::Dispose);
+    let Requested::Enqueued(dispose) = answer.reply else {
+        panic!("{answer:?}")
     };
-    assert_eq!(*context, cx);
+    assert_eq!(answer.effects, vec![Effect::Cancel { context: cx }]);
     assert_eq!(
-        core.apply(Input::Request(OpKind::Emit)).unwrap(),
-        vec![Effect::Rejected(Rejection::HostDisposed)]
+        core.request(OpKind::Emit),
+        Answer::reply(Requested::Rejected(Rejection::HostDisposed))
     );
     assert_eq!(
-        core.apply(Input::Request(OpKind::Dispose)).unwrap(),
-        vec![Effect::JoinDispose(*dispose)]
+        core.request(OpKind::Dispose),
+        Answer::reply(Requested::JoinDispose(dispose))
     );
     // The activation returns Ok, but it was cancelled: rollback.
     let effects = core
@@ -414,20 +392,20 @@ fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
             ..
         }]
     ));
-    let effects = core.apply(Input::Begin(*dispose)).unwrap();
+    let effects = core.apply(Input::Begin(dispose)).unwrap();
     assert_eq!(
         effects,
         vec![
             Effect::Publish,
             Effect::ForgetAll,
             Effect::Settle {
-                op: *dispose,
+                op: dispose,
                 outcome: OpOutcome::Disposed { failures: vec![] }
             }
         ]
     );
     assert!(core.registry().is_empty());
-    assert_eq!(core.phase(), Phase::Disposed(*dispose));
+    assert_eq!(core.phase(), Phase::Disposed(dispose));
 }
 
 #[test]
@@ -493,8 +471,11 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         declared_tools: Some(vec![spec("search")]),
     };
     assert_eq!(
-        core.apply(Input::Discover(vec![meta])).unwrap(),
-        vec![Effect::Discovered(Ok(())), Effect::Publish],
+        core.discover(vec![meta]),
+        Answer {
+            reply: Ok(()),
+            effects: vec![Effect::Publish]
+        },
         "dormant descriptors are published at discovery"
     );
     let dormant = core.registry().get("ext:search").unwrap();
@@ -510,7 +491,7 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
     );
     let f = commit_fails(&mut core, op, cx);
     assert!(
-        matches!(&f.cause, FailureCause::Declaration(m) if m.reason == "registered_tool_schema_digest_mismatch")
+        matches!(&f.cause, FailureCause::Declaration(m) if m.reason() == MismatchReason::RegisteredToolSchemaDigestMismatch)
     );
     assert_eq!(
         core.registry().get("ext:search").unwrap().binding,
@@ -547,7 +528,11 @@ fn declaration_checks_name_each_kind_of_mismatch() {
         check_declarations(&declared, &reg(vec![spec("b"), spec("a")])),
         Ok(())
     );
-    let reason = |r: Vec<ToolSpec>| check_declarations(&declared, &reg(r)).unwrap_err().reason;
+    let reason = |r: Vec<ToolSpec>| {
+        check_declarations(&declared, &reg(r))
+            .unwrap_err()
+            .reason_code()
+    };
     assert_eq!(reason(vec![spec("a")]), "declared_tool_not_registered");
     assert_eq!(
         reason(vec![spec("a"), spec("b"), spec("c")]),
@@ -629,18 +614,15 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
 
     let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
     let before = core.clone();
-    let effects = core
-        .apply(Input::Discover(vec![DefinitionMeta {
-            id: "m".into(),
-            namespaced: true,
-            declared_tools: Some(vec![spec("x")]),
-        }]))
-        .unwrap();
+    let answer = core.discover(vec![DefinitionMeta {
+        id: "m".into(),
+        namespaced: true,
+        declared_tools: Some(vec![spec("x")]),
+    }]);
     assert!(matches!(
-        effects.as_slice(),
-        [Effect::Discovered(Err(
-            DiscoveryError::InvalidDeclaration { .. }
-        ))]
+        answer.reply,
+        Err(DiscoveryError::InvalidDeclaration { .. })
     ));
+    assert!(answer.effects.is_empty());
     assert_eq!(core, before, "the refused batch changed nothing");
 }

@@ -6,8 +6,8 @@
 
 mod support;
 
-use exthost::core::{Input, OpKind};
-use exthost::host::{CodeRun, Event, PublicCall, TraceEvent};
+use exthost::core::OpKind;
+use exthost::host::{CodeRun, CoreCall, Event, PublicCall, TraceEvent};
 use serde_json::json;
 use support::{Ending, Log, Script, host, trace_check::check, within};
 
@@ -87,13 +87,13 @@ async fn an_emit_re_activating_a_failed_extension_fails_it() {
         // activate `flaky` again although its activation failed (`!=
         // Active` instead of `== Discovered`).
         let request = TraceEvent::Input(
-            Input::Request(OpKind::Activate("flaky".into())),
+            CoreCall::Request(OpKind::Activate("flaky".into())),
             Some(PublicCall::Emit("go".into())),
         );
         let second_emit = events
             .iter()
             .enumerate()
-            .filter(|(_, e)| matches!(e, TraceEvent::Input(Input::Request(OpKind::Emit), _)))
+            .filter(|(_, e)| matches!(e, TraceEvent::Input(CoreCall::Request(OpKind::Emit), _)))
             .map(|(i, _)| i)
             .nth(1)
             .unwrap();
@@ -114,7 +114,7 @@ async fn a_request_without_a_public_call_fails_it() {
     within(async {
         let mut events = recorded_run().await;
         for event in &mut events {
-            if let TraceEvent::Input(Input::Request(OpKind::Dispose), cause) = event {
+            if let TraceEvent::Input(CoreCall::Request(OpKind::Dispose), cause) = event {
                 *cause = None;
             }
         }

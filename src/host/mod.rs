@@ -40,7 +40,7 @@ pub use manifests::{
     DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestFileFailure,
 };
 pub use snapshot::{ToolInfo, ToolSnapshot};
-pub use trace::{CodeRun, PublicCall, Recorder, TraceEvent, TriggerTrace};
+pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent, TriggerTrace};
 
 use contain::under_queue_of;
 use drive::Driver;

@@ -19,9 +19,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use exthost::core::{
-    Binding, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Phase, Status,
+    Binding, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Phase,
+    Requested, Status,
 };
-use exthost::host::{CodeRun, PublicCall, TraceEvent, TriggerTrace};
+use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent, TriggerTrace};
 
 /// What a replay found wrong, one line per violation.
 pub fn check(events: &[TraceEvent]) -> Vec<String> {
@@ -79,18 +80,63 @@ impl Replay {
                 }
                 self.ran.push(code.clone());
             }
-            TraceEvent::Input(input, cause) => self.input(index, input, cause.as_ref()),
+            TraceEvent::Input(call, cause) => self.input(index, call, cause.as_ref()),
         }
     }
 
-    fn input(&mut self, index: usize, input: &Input, cause: Option<&PublicCall>) {
+    fn input(&mut self, index: usize, call: &CoreCall, cause: Option<&PublicCall>) {
         let Some(mut core) = self.core.take() else {
             self.violation(index, "an input before the host was created".into());
             return;
         };
-        if let Input::Request(kind) = input {
-            self.entitled(index, &core, kind, cause);
+        let before = core.clone();
+        let effects = match call {
+            CoreCall::Discover(batch) => Ok(core.discover(batch.clone()).effects),
+            CoreCall::Request(kind) => {
+                self.entitled(index, &core, kind, cause);
+                let answer = core.request(kind.clone());
+                if let Requested::Enqueued(op) = answer.reply {
+                    self.kinds.insert(op, kind.clone());
+                }
+                Ok(answer.effects)
+            }
+            CoreCall::Withdraw(op) => core.withdraw(*op).map(|()| Vec::new()),
+            CoreCall::Register {
+                context,
+                registration,
+            } => Ok(core.register(*context, registration.clone()).effects),
+            CoreCall::CallStart { tool } => {
+                if let Ok(admitted) = core.call_start(tool) {
+                    if self.disposed {
+                        self.violation(index, "INV-12: a call admitted after shutdown".into());
+                    }
+                    self.admitted.insert(admitted.call);
+                }
+                Ok(Vec::new())
+            }
+            CoreCall::CallFinished {
+                call,
+                deadline_passed,
+            } => Ok(core.call_finished(*call, *deadline_passed).effects),
+            CoreCall::Step(input) => {
+                self.step_input(&core, input);
+                core.apply(input.clone())
+            }
+        };
+        match effects {
+            Err(e) => self.violation(index, format!("the core refuses {call:?}: {e}")),
+            Ok(effects) => {
+                for effect in &effects {
+                    self.effect(index, &core, effect);
+                }
+                self.invariants(index, &before, &core);
+            }
         }
+        self.core = Some(core);
+    }
+
+    /// What an input of the running operation says about the code run.
+    fn step_input(&mut self, core: &HostCore, input: &Input) {
         // What a batch of hook results covers: the emit's list from the
         // hook asked for.
         if let Input::HooksFinished { op, results } = input
@@ -114,30 +160,15 @@ impl Replay {
             // code ran depends on when its task died.
             last.1 = true;
         }
-        let before = core.clone();
-        match core.apply(input.clone()) {
-            Err(e) => self.violation(index, format!("the core refuses {input:?}: {e}")),
-            Ok(effects) => {
-                for effect in &effects {
-                    self.effect(index, &core, effect);
-                }
-                self.invariants(index, &before, &core);
-            }
-        }
-        self.core = Some(core);
     }
 
     fn effect(&mut self, index: usize, core: &HostCore, effect: &Effect) {
         match effect {
-            Effect::Enqueued(op) => {
-                // The kind is known from the request being replayed.
-                if let Some((_, kind)) = core.queued().into_iter().find(|(q, _)| q == op) {
-                    self.kinds.insert(*op, kind);
-                }
-            }
             Effect::CallFactory { context, .. } => self.expect(CodeRun::Factory(*context)),
             Effect::RunActivate { context, .. } => self.expect(CodeRun::Activate(*context)),
-            Effect::RunHook { op, hook } => self.expect(CodeRun::Hook(*op, hook.hook)),
+            Effect::RunHook { op, hooks, next } => {
+                self.expect(CodeRun::Hook(*op, hooks[*next].hook))
+            }
             Effect::RunCleanup { op, step } => {
                 if self.kinds.get(op) == Some(&OpKind::Dispose) {
                     let busy: Vec<_> = core
@@ -156,12 +187,6 @@ impl Replay {
                     }
                 }
                 self.expect(CodeRun::Cleanup(*op, step.clone()));
-            }
-            Effect::CallAdmitted(Ok(admitted)) => {
-                if self.disposed {
-                    self.violation(index, "INV-12: a call admitted after shutdown".into());
-                }
-                self.admitted.insert(admitted.call);
             }
             Effect::Settle {
                 outcome: OpOutcome::Disposed { .. },

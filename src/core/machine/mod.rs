@@ -90,7 +90,7 @@ impl HostCore {
     /// and the next step runs; the calls shutdown waits for are abandoned.
     fn deadline_passed(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
         self.check_running(op)?;
-        match self.awaiting() {
+        match HostCore::awaiting(self) {
             Some(Awaiting::Factory(context) | Awaiting::Activate(context)) => {
                 let Some(Running::Activation(a)) = &mut self.running else {
                     return Err(ProtocolError(format!("{op} is not an activation")));
@@ -131,7 +131,7 @@ impl HostCore {
                 "the task running this step ended without a result",
             ))
         };
-        match self.awaiting() {
+        match HostCore::awaiting(self) {
             Some(Awaiting::Factory(context)) => self.factory_returned(context, lost()),
             Some(Awaiting::Activate(context)) => self.activate_returned(context, lost()),
             Some(Awaiting::Hook(..)) => self.hook_finished(op, lost()),
