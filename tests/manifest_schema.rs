@@ -194,6 +194,11 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             m(&|v| v["runtime"]["startupTimeoutMs"] = json!(0)),
         ),
         (
+            "invalid_deadline",
+            "/deadlines/cleanupMs",
+            m(&|v| v["deadlines"] = json!({"activationMs": 500, "cleanupMs": 600_001})),
+        ),
+        (
             "unknown_permission",
             "/permissions/1",
             m(&|v| v["permissions"][1] = json!("providers.write")),

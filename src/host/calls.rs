@@ -106,10 +106,9 @@ pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result
             }
         };
         let deadline = match &admitted.owner {
-            Owner::Extension(id) => shell.call_deadlines.get(id).copied(),
-            Owner::Base => None,
-        }
-        .or(inner.deadlines.call);
+            Owner::Extension(id) => inner.deadlines.with_overrides(shell.overrides.get(id)).call,
+            Owner::Base => inner.deadlines.call,
+        };
         let cancel = CancellationToken::new();
         let abandon = CancellationToken::new();
         shell.calls.insert(

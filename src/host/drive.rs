@@ -26,7 +26,7 @@ use super::ActivationContext;
 use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
 use super::context::HookFn;
 use super::extension::Event;
-use super::shell::Inner;
+use super::shell::{Deadlines, Inner};
 use super::trace::CodeRun;
 use crate::core::{
     Awaiting, CleanupKind, CleanupStep, ContextId, Effect, Failure, Input, LiveHook, OpId,
@@ -78,6 +78,8 @@ pub(crate) struct Driver {
     begun: bool,
     settled: bool,
     activation_deadline: Option<Instant>,
+    /// The running activation's deadline, for its error text.
+    activation_budget: Option<Duration>,
     /// Results of the running emit's hooks not yet fed to the core.
     hook_results: Arc<Mutex<HookProgress>>,
 }
@@ -92,6 +94,7 @@ impl Driver {
             begun: false,
             settled: false,
             activation_deadline: None,
+            activation_budget: None,
             hook_results: Arc::default(),
         }
     }
@@ -189,6 +192,15 @@ impl Driver {
         }
     }
 
+    /// The deadlines that apply to `extension`'s code: the host's, with
+    /// the extension's own overrides.
+    fn deadlines_of(&self, extension: &str) -> Deadlines {
+        let shell = self.inner.lock();
+        self.inner
+            .deadlines
+            .with_overrides(shell.overrides.get(extension))
+    }
+
     /// Gives up on an operation the core no longer runs: its caller gets
     /// `EXTENSION_TASK_LOST` instead of waiting forever.
     fn abandon_caller(&mut self) {
@@ -198,7 +210,8 @@ impl Driver {
     }
 
     async fn call_factory(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
-        let deadline = self.inner.deadlines.activation;
+        let deadline = self.deadlines_of(&extension).activation;
+        self.activation_budget = deadline;
         self.activation_deadline = deadline.map(|d| Instant::now() + d);
         let factory = self.inner.lock().factories.get(&extension).cloned();
         self.record(CodeRun::Factory(context));
@@ -286,7 +299,7 @@ impl Driver {
                 self.feed(inputs)
             }
             _ = sleep_until(self.activation_deadline) => {
-                let d = self.inner.deadlines.activation.unwrap_or_default();
+                let d = self.activation_budget.unwrap_or_default();
                 self.feed(vec![
                     Input::DeadlinePassed { op },
                     Input::ActivateReturned { context, result: Err(timed_out("activate", d)) },
@@ -363,7 +376,7 @@ impl Driver {
 
     async fn run_cleanup(&mut self, step: CleanupStep) -> Vec<Effect> {
         let op = self.op;
-        let deadline = self.inner.deadlines.cleanup;
+        let deadline = self.deadlines_of(&step.extension).cleanup;
         let code = {
             let mut shell = self.inner.lock();
             match step.kind {
@@ -410,7 +423,15 @@ impl Driver {
     /// cleanup step, bounded by the cleanup deadline.
     async fn await_calls(&mut self) -> Vec<Effect> {
         let op = self.op;
-        let at = self.inner.deadlines.cleanup.map(|d| Instant::now() + d);
+        let waited = match self.inner.lock().core.awaiting() {
+            Some(Awaiting::Calls(_, extension)) => Some(extension),
+            _ => None,
+        };
+        let deadline = match waited {
+            Some(extension) => self.deadlines_of(&extension).cleanup,
+            None => self.inner.deadlines.cleanup,
+        };
+        let at = deadline.map(|d| Instant::now() + d);
         loop {
             let notified = self.inner.handoff.notified();
             tokio::pin!(notified);
@@ -474,6 +495,7 @@ impl Drop for Driver {
         next.turn = self.turn.take();
         next.begun = true;
         next.activation_deadline = self.activation_deadline;
+        next.activation_budget = self.activation_budget;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let host = self.inner.id;

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::contain::Contained;
 use super::context::ActivationContext;
+use super::deadlines::Override;
 use crate::core::ToolSpec;
 
 /// A boxed, sendable future: what extension code returns.
@@ -187,7 +188,7 @@ pub struct ExtensionDefinition {
     pub(crate) namespaced: bool,
     pub(crate) triggers: Vec<crate::manifest::Trigger>,
     pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
-    pub(crate) call_deadline: Option<std::time::Duration>,
+    pub(crate) deadlines: super::deadlines::Overrides,
 }
 
 impl fmt::Debug for ExtensionDefinition {
@@ -261,7 +262,7 @@ impl ExtensionDefinition {
             namespaced: false,
             triggers: Vec::new(),
             manifest: None,
-            call_deadline: None,
+            deadlines: super::deadlines::Overrides::default(),
         }
     }
 
@@ -282,7 +283,41 @@ impl ExtensionDefinition {
     /// `deadline` with `EXTENSION_TIMEOUT`, overriding the host's
     /// [`super::HostOptions::with_call_deadline`].
     pub fn with_call_deadline(mut self, deadline: std::time::Duration) -> Self {
-        self.call_deadline = Some(deadline);
+        self.deadlines.call = Override::Set(deadline);
+        self
+    }
+
+    /// Cancels and rolls back an activation of this extension (its factory
+    /// and `activate` together) still pending after `deadline`, overriding
+    /// the host's [`super::HostOptions::with_activation_deadline`] (H-12).
+    pub fn with_activation_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadlines.activation = Override::Set(deadline);
+        self
+    }
+
+    /// No activation deadline for this extension, whatever the host's: an
+    /// `activate` that never returns keeps the queue until shutdown cancels
+    /// it. For extensions known to start slowly.
+    pub fn without_activation_deadline(mut self) -> Self {
+        self.deadlines.activation = Override::Off;
+        self
+    }
+
+    /// Records each cleanup step of this extension (its disposers and its
+    /// `dispose`) still running after `deadline` as failed with
+    /// `EXTENSION_TIMEOUT`, and bounds shutdown's wait for its tool calls by
+    /// the same `deadline`, overriding the host's
+    /// [`super::HostOptions::with_cleanup_deadline`] (H-12).
+    pub fn with_cleanup_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadlines.cleanup = Override::Set(deadline);
+        self
+    }
+
+    /// No cleanup deadline for this extension, whatever the host's: one of
+    /// its cleanup steps that never returns, or one of its calls that never
+    /// finishes, then wedges shutdown.
+    pub fn without_cleanup_deadline(mut self) -> Self {
+        self.deadlines.cleanup = Override::Off;
         self
     }
 

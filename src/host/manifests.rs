@@ -111,6 +111,12 @@ impl ExtensionDefinition {
             );
         }
         self.triggers = manifest.triggers();
+        if let Some(deadline) = manifest.activation_deadline() {
+            self = self.with_activation_deadline(deadline);
+        }
+        if let Some(deadline) = manifest.cleanup_deadline() {
+            self = self.with_cleanup_deadline(deadline);
+        }
         self.manifest = Some(Arc::new(manifest.clone()));
         self
     }

@@ -12,6 +12,7 @@
 mod calls;
 mod contain;
 mod context;
+mod deadlines;
 mod drive;
 mod error;
 mod extension;
@@ -325,7 +326,7 @@ impl ExtensionHost {
             event_triggers: HashMap::new(),
             eager: Vec::new(),
             revoked: HashSet::new(),
-            call_deadlines: HashMap::new(),
+            overrides: HashMap::new(),
             generation: 0,
             hook_handlers: None,
             settlers: HashMap::new(),
@@ -403,8 +404,8 @@ impl ExtensionHost {
                         let name = crate::core::namespaced_tool_name(&def.id, &d.name);
                         shell.declared.insert_mut(name, Arc::new(d.clone()));
                     }
-                    if let Some(d) = def.call_deadline {
-                        shell.call_deadlines.insert(def.id.clone(), d);
+                    if !def.deadlines.is_empty() {
+                        shell.overrides.insert(def.id.clone(), def.deadlines);
                     }
                     shell.factories.insert(def.id, def.factory);
                 }

@@ -114,8 +114,9 @@ pub(crate) struct Shell {
     pub eager: Vec<String>,
     /// Extensions whose grant a declaration mismatch revoked (M-5).
     pub revoked: HashSet<String>,
-    /// Per-extension call deadlines, overriding the host's.
-    pub call_deadlines: HashMap<String, Duration>,
+    /// The deadlines each extension overrides (only those that override
+    /// one).
+    pub overrides: HashMap<String, super::deadlines::Overrides>,
     /// Bumped at every publication: the live hooks can only change then.
     pub generation: u64,
     /// The live hooks' handlers, resolved once per generation.

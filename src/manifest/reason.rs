@@ -73,6 +73,9 @@ reason_enum! {
     /// `runtime.startupTimeoutMs`, `runtime.callTimeoutMs` or
     /// `runtime.shutdownTimeoutMs` is not an integer from 1 to 600,000.
     InvalidRuntimeTimeout => "invalid_runtime_timeout",
+    /// `deadlines` is not an object of `activationMs` and `cleanupMs`, or
+    /// one of them is not an integer from 1 to 600,000.
+    InvalidDeadline => "invalid_deadline",
 
     // Permissions, hooks, dependencies.
     /// A permission is not a string of the closed vocabulary.

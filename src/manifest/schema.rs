@@ -36,6 +36,25 @@ pub struct Manifest {
     pub(crate) dependencies: Vec<String>,
     #[serde(skip_serializing_if = "Deferred::is_empty")]
     pub(crate) deferred: Deferred,
+    #[serde(skip_serializing_if = "ManifestDeadlines::is_empty")]
+    pub(crate) deadlines: ManifestDeadlines,
+}
+
+/// The `deadlines` block: the extension's own activation and cleanup
+/// deadlines, in milliseconds, overriding the host's (H-12).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ManifestDeadlines {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) activation_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cleanup_ms: Option<u64>,
+}
+
+impl ManifestDeadlines {
+    fn is_empty(&self) -> bool {
+        self.activation_ms.is_none() && self.cleanup_ms.is_none()
+    }
 }
 
 impl Manifest {
@@ -82,6 +101,23 @@ impl Manifest {
     /// The ids of the extensions this one depends on, in manifest order.
     pub fn dependencies(&self) -> &[String] {
         &self.dependencies
+    }
+
+    /// The extension's own activation deadline (`deadlines.activationMs`),
+    /// overriding the host's for its factory and `activate` together.
+    pub fn activation_deadline(&self) -> Option<std::time::Duration> {
+        self.deadlines
+            .activation_ms
+            .map(std::time::Duration::from_millis)
+    }
+
+    /// The extension's own cleanup deadline (`deadlines.cleanupMs`),
+    /// overriding the host's for each of its cleanup steps and for
+    /// shutdown's wait for its tool calls.
+    pub fn cleanup_deadline(&self) -> Option<std::time::Duration> {
+        self.deadlines
+            .cleanup_ms
+            .map(std::time::Duration::from_millis)
     }
 
     /// The declared tools (`deferred.tools`), in manifest order.

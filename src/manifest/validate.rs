@@ -25,8 +25,8 @@ use serde_json::{Map, Value};
 use super::digest::{SchemaDigest, canonical_json};
 use super::reason::{ManifestError, ManifestReason as R, quote};
 use super::schema::{
-    DeclaredModel, DeclaredProvider, DeclaredTool, Deferred, Lifecycle, Manifest, Notice,
-    Permission, ProcessRuntime, RetiredKey, Runtime,
+    DeclaredModel, DeclaredProvider, DeclaredTool, Deferred, Lifecycle, Manifest,
+    ManifestDeadlines, Notice, Permission, ProcessRuntime, RetiredKey, Runtime,
 };
 use super::{
     MAX_DECLARED_MODELS, MAX_DECLARED_PROVIDERS, MAX_DECLARED_TOOLS, MAX_DESCRIPTION_BYTES,
@@ -571,6 +571,7 @@ const MANIFEST_FIELDS: &[&str] = &[
     "hooks",
     "dependencies",
     "deferred",
+    "deadlines",
 ];
 const DEFERRED_FIELDS: &[&str] = &["tools", "providers", "lifecycle", "context_providers"];
 const TOOL_FIELDS: &[&str] = &["name", "description", "inputSchema"];
@@ -662,6 +663,11 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
         None => Deferred::default(),
     };
 
+    let deadlines = match optional(&mut map, "deadlines") {
+        Some(value) => decode_deadlines(value, root.key("deadlines"))?,
+        None => ManifestDeadlines::default(),
+    };
+
     let manifest = Manifest {
         id,
         version,
@@ -672,6 +678,7 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
         hooks,
         dependencies,
         deferred,
+        deadlines,
     };
     check_permissions_and_lifecycle(&manifest)?;
     Ok((manifest, notices))
@@ -810,6 +817,30 @@ fn decode_timeout(value: Value, at: Ptr<'_>) -> Result<u64, ManifestError> {
             ),
         ),
     }
+}
+
+/// The `deadlines` block: `activationMs` and `cleanupMs`, each optional,
+/// each whole milliseconds from 1 to 600,000.
+fn decode_deadlines(value: Value, at: Ptr<'_>) -> Result<ManifestDeadlines, ManifestError> {
+    let mut map = object(value, at, R::InvalidDeadline, "the deadlines")?;
+    refuse_unknown(&map, &["activationMs", "cleanupMs"], at)?;
+    let mut deadline = |key: &str| match optional(&mut map, key) {
+        Some(value) => match value.as_u64() {
+            Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Ok(Some(ms)),
+            _ => fail(
+                R::InvalidDeadline,
+                at.key(key),
+                format!(
+                    "a deadline must be an integer number of milliseconds from 1 to {MAX_TIMEOUT_MS}"
+                ),
+            ),
+        },
+        None => Ok(None),
+    };
+    Ok(ManifestDeadlines {
+        activation_ms: deadline("activationMs")?,
+        cleanup_ms: deadline("cleanupMs")?,
+    })
 }
 
 fn is_env_name(name: &str) -> bool {

@@ -1,0 +1,267 @@
+//! Each extension's own deadlines (H-12): a definition or its manifest sets
+//! or turns off its activation and cleanup deadlines, and only its own code
+//! is held to them. Each test bounds itself well below the host's default
+//! deadlines, so an override that is ignored fails instead of passing late.
+
+mod support;
+
+use std::time::Duration;
+
+use exthost::HostError;
+use exthost::error::codes;
+use exthost::manifest::parse_manifest;
+use exthost::prelude::*;
+use serde_json::json;
+use support::{Log, host_with};
+
+/// Fails the test if `f` takes longer than a few seconds: every deadline
+/// here is tens or hundreds of milliseconds, the host's own are off or far
+/// away.
+async fn soon<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(5), f)
+        .await
+        .expect("an extension's own deadline must apply")
+}
+
+/// An extension whose `activate` registers a disposer, waits `delay` (or
+/// forever) and then registers a tool.
+fn sleeper(id: &str, log: &Log, delay: Option<Duration>) -> ExtensionDefinition {
+    let log = log.clone();
+    let id_owned = id.to_owned();
+    ExtensionDefinition::from_fn(id, move |cx| {
+        let log = log.clone();
+        let id = id_owned.clone();
+        async move {
+            let on_dispose = log.clone();
+            let name = id.clone();
+            cx.on_dispose(move || async move {
+                on_dispose.push(format!("{name}:disposer"));
+                Ok(())
+            })?;
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending::<()>().await,
+            }
+            cx.register_tool(
+                ToolDescriptor::new("t", "A tool", json!({"type": "object"})),
+                |_input| async { Ok(json!("ok")) },
+            )?;
+            log.push(format!("{id}:activated"));
+            Ok(())
+        }
+    })
+}
+
+/// An extension with one disposer that waits `delay` (or forever).
+fn slow_disposer(id: &str, log: &Log, delay: Option<Duration>) -> ExtensionDefinition {
+    let log = log.clone();
+    let id_owned = id.to_owned();
+    ExtensionDefinition::from_fn(id, move |cx| {
+        let log = log.clone();
+        let id = id_owned.clone();
+        async move {
+            cx.on_dispose(move || async move {
+                match delay {
+                    Some(delay) => tokio::time::sleep(delay).await,
+                    None => std::future::pending::<()>().await,
+                }
+                log.push(format!("{id}:disposed"));
+                Ok(())
+            })?;
+            Ok(())
+        }
+    })
+}
+
+#[tokio::test]
+async fn an_extensions_activation_deadline_applies_when_the_host_has_none() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.without_activation_deadline());
+    host.discover(
+        [sleeper("hung", &log, None).with_activation_deadline(Duration::from_millis(50))],
+    )
+    .unwrap();
+    let err = soon(host.activate("hung")).await.unwrap_err();
+    assert_eq!(err.code(), codes::EXTENSION_ACTIVATION_FAILED, "{err}");
+    assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+    assert_eq!(log.count("hung:disposer"), 1, "rolled back");
+    assert_eq!(host.status("hung"), Some(Status::Failed));
+    assert!(host.tools().is_empty());
+    soon(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_extension_may_turn_off_the_hosts_activation_deadline_for_itself_only() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_activation_deadline(Duration::from_millis(50)));
+    let delay = Some(Duration::from_millis(300));
+    host.discover([
+        sleeper("patient", &log, delay).without_activation_deadline(),
+        sleeper("ordinary", &log, delay),
+    ])
+    .unwrap();
+    soon(host.activate("patient")).await.unwrap();
+    assert_eq!(log.count("patient:activated"), 1);
+    let err = soon(host.activate("ordinary")).await.unwrap_err();
+    assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+    assert_eq!(host.status("patient"), Some(Status::Active));
+    assert_eq!(host.status("ordinary"), Some(Status::Failed));
+    soon(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_longer_activation_deadline_outlasts_the_hosts() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_activation_deadline(Duration::from_millis(50)));
+    host.discover([sleeper("slow", &log, Some(Duration::from_millis(300)))
+        .with_activation_deadline(Duration::from_secs(3))])
+        .unwrap();
+    soon(host.activate("slow")).await.unwrap();
+    assert_eq!(host.tools().len(), 1);
+    soon(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_extensions_cleanup_deadline_bounds_its_own_steps_only() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.without_cleanup_deadline());
+    host.discover([
+        slow_disposer("quick", &log, Some(Duration::from_millis(200))),
+        slow_disposer("hung", &log, None).with_cleanup_deadline(Duration::from_millis(50)),
+    ])
+    .unwrap();
+    soon(host.activate("quick")).await.unwrap();
+    soon(host.activate("hung")).await.unwrap();
+    let err = soon(host.dispose()).await.unwrap_err();
+    let HostError::DisposeFailed { failures } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].step.extension, "hung");
+    assert_eq!(failures[0].failure.code, Some(codes::EXTENSION_TIMEOUT));
+    // `quick` ran for 200 ms, four times `hung`'s deadline, and still
+    // finished: the host has no cleanup deadline and `hung`'s is its own.
+    assert_eq!(log.entries(), ["quick:disposed"]);
+}
+
+#[tokio::test]
+async fn a_longer_cleanup_deadline_outlasts_the_hosts() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_cleanup_deadline(Duration::from_millis(50)));
+    host.discover([
+        slow_disposer("slow", &log, Some(Duration::from_millis(300)))
+            .with_cleanup_deadline(Duration::from_secs(3)),
+    ])
+    .unwrap();
+    soon(host.activate("slow")).await.unwrap();
+    soon(host.dispose()).await.unwrap();
+    assert_eq!(log.entries(), ["slow:disposed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extensions_cleanup_deadline_bounds_the_wait_for_its_calls() {
+    let (_d, host) = host_with(|o| o.without_cleanup_deadline());
+    let started = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = started.clone();
+    let stuck = ExtensionDefinition::from_fn("stuck", move |cx| {
+        let signal = signal.clone();
+        async move {
+            cx.register_tool(
+                ToolDescriptor::new("wait", "Never returns", json!({"type": "object"})),
+                move |_input| {
+                    let signal = signal.clone();
+                    async move {
+                        signal.notify_one();
+                        std::future::pending::<Result<serde_json::Value, ExtensionError>>().await
+                    }
+                },
+            )?;
+            Ok(())
+        }
+    })
+    .with_cleanup_deadline(Duration::from_millis(50));
+    host.discover([stuck]).unwrap();
+    soon(host.activate("stuck")).await.unwrap();
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_tool("wait", json!({})).await }
+    });
+    soon(started.notified()).await;
+    soon(host.dispose()).await.unwrap();
+    let err = soon(call).await.unwrap().unwrap_err();
+    assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{err}");
+}
+
+#[test]
+fn a_manifest_states_its_own_deadlines() {
+    let (manifest, _) = parse_manifest(
+        &json!({
+            "id": "slow",
+            "runtime": {"kind": "in-process"},
+            "deadlines": {"activationMs": 50, "cleanupMs": 600000}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest.activation_deadline(),
+        Some(Duration::from_millis(50))
+    );
+    assert_eq!(manifest.cleanup_deadline(), Some(Duration::from_secs(600)));
+    let value = serde_json::to_value(&manifest).unwrap();
+    assert_eq!(
+        value["deadlines"],
+        json!({"activationMs": 50, "cleanupMs": 600000})
+    );
+
+    for (deadlines, pointer) in [
+        (json!({"activationMs": 0}), "/deadlines/activationMs"),
+        (json!({"cleanupMs": 1.5}), "/deadlines/cleanupMs"),
+        (json!({"cleanupMs": "10"}), "/deadlines/cleanupMs"),
+        (json!({"activationMs": 600_001}), "/deadlines/activationMs"),
+        (json!([50]), "/deadlines"),
+    ] {
+        let text = json!({"id": "x", "runtime": {"kind": "in-process"}, "deadlines": deadlines})
+            .to_string();
+        let err = parse_manifest(&text).unwrap_err();
+        assert_eq!(err.reason_code(), "invalid_deadline", "{text}");
+        assert_eq!(err.pointer(), pointer, "{text}");
+    }
+    let unknown = json!({"id": "x", "runtime": {"kind": "in-process"},
+        "deadlines": {"hookMs": 5}})
+    .to_string();
+    let err = parse_manifest(&unknown).unwrap_err();
+    assert_eq!(err.reason_code(), "unknown_field");
+    assert_eq!(err.pointer(), "/deadlines/hookMs");
+}
+
+#[tokio::test]
+async fn a_manifest_extensions_own_activation_deadline_applies() {
+    let log = Log::default();
+    let (manifest, _) = parse_manifest(
+        &json!({"id": "hung", "runtime": {"kind": "in-process"},
+            "deadlines": {"activationMs": 50}})
+        .to_string(),
+    )
+    .unwrap();
+    let (_d, host) = host_with(|o| o.without_activation_deadline());
+    let log2 = log.clone();
+    let definition = ExtensionDefinition::from_manifest(&manifest, move || {
+        log2.push("factory");
+        Ok(Pending)
+    });
+    host.discover([definition]).unwrap();
+    let err = soon(host.activate("hung")).await.unwrap_err();
+    assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+    assert_eq!(log.entries(), ["factory"]);
+    soon(host.dispose()).await.unwrap();
+}
+
+/// An extension whose `activate` never returns.
+struct Pending;
+
+impl Extension for Pending {
+    fn activate(&self, _cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(std::future::pending())
+    }
+}
