@@ -193,6 +193,7 @@ impl MutantCase {
                 b.manifest = true;
                 b.tools = 1;
             }
+            Mutant::DependencyIgnored | Mutant::DependencyFailureRunsDependent => {}
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

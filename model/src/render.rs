@@ -158,6 +158,17 @@ fn outcome(o: &OpOutcome) -> String {
     match o {
         OpOutcome::Activated { extension } => format!("activated {extension}"),
         OpOutcome::AlreadyActive { extension } => format!("{extension} already active"),
+        OpOutcome::DependencyMissing {
+            extension,
+            dependent,
+            dependency,
+        } => format!("{extension} not activated: {dependent} depends on missing {dependency}"),
+        OpOutcome::DependencyFailed { extension, failure } => {
+            format!(
+                "{extension} not activated: dependency {} failed",
+                failure.extension
+            )
+        }
         OpOutcome::ActivationFailed(f) => {
             let cause = match &f.cause {
                 FailureCause::Factory(e) => format!("factory: {e}"),

@@ -218,6 +218,7 @@ impl Scenario {
                     id: MANIFEST_ID.into(),
                     namespaced: true,
                     declared_tools: Some(vec![declared.clone()]),
+                    dependencies: Vec::new(),
                 },
                 pool: vec![declared, plain_spec(UNDECLARED_TOOL)],
             });

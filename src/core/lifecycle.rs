@@ -69,17 +69,30 @@ pub struct DefinitionMeta {
     /// Declared tools (M-4, M-5), by their plain names; `None` when the
     /// extension declares nothing and may register any tools.
     pub declared_tools: Option<Vec<ToolSpec>>,
+    /// The extensions this one depends on, in the order it names them
+    /// (H-13): activating it first activates those that are not active.
+    pub dependencies: Vec<String>,
 }
 
 impl DefinitionMeta {
     /// A plain in-process definition: tools keep their own names, no
-    /// declarations.
+    /// declarations, no dependencies.
     pub fn plain(id: impl Into<String>) -> Self {
         Self {
             id: id.into(),
             namespaced: false,
             declared_tools: None,
+            dependencies: Vec::new(),
         }
+    }
+
+    /// The same definition, depending on `dependencies` (H-13).
+    pub fn depending_on(
+        mut self,
+        dependencies: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.dependencies = dependencies.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The runtime name of a tool this extension registers as `tool`:
@@ -109,8 +122,6 @@ pub const RUNTIME_NAME_SEPARATOR: char = ':';
 pub fn namespaced_tool_name(extension: &str, tool: &str) -> String {
     format!("{extension}{RUNTIME_NAME_SEPARATOR}{tool}")
 }
-
-impl DefinitionMeta {}
 
 /// What an activation has registered so far, privately (H-4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -51,4 +51,10 @@ pub enum Mutant {
     /// model's bounds reach two-way collisions only: the registry property
     /// test (`proptests/tests/registry.rs`) catches this one.
     SuffixNotCheckedFree,
+    /// Activation ignores dependencies: an extension activates while its
+    /// dependencies are not active (H-13).
+    DependencyIgnored,
+    /// A dependency's failure does not stop the chain: the dependent's
+    /// factory still runs (H-13).
+    DependencyFailureRunsDependent,
 }

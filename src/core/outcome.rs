@@ -176,6 +176,21 @@ pub enum DiscoveryError {
         /// Why.
         reason: RegistryError,
     },
+    /// A dependency id breaks ID-1 (H-13).
+    InvalidDependency {
+        /// The extension that names it.
+        id: String,
+        /// The dependency id.
+        dependency: String,
+        /// Why.
+        reason: IdError,
+    },
+    /// The batch closes a dependency cycle (H-13): the path that closes
+    /// it, first id repeated last (`["a", "b", "a"]`).
+    DependencyCycle {
+        /// The cycle.
+        cycle: Vec<String>,
+    },
     /// The host is disposed or shutting down.
     HostDisposed,
 }
@@ -199,6 +214,25 @@ pub enum OpOutcome {
     CancelledBeforeStart {
         /// The extension.
         extension: String,
+    },
+    /// A dependency of the extension, or of one of its dependencies,
+    /// names no known extension (H-13); nothing ran.
+    DependencyMissing {
+        /// The extension asked for.
+        extension: String,
+        /// The extension that names the missing one.
+        dependent: String,
+        /// The id it names.
+        dependency: String,
+    },
+    /// A dependency's activation failed and was rolled back (H-13); the
+    /// extension's own factory never ran. Dependencies this operation
+    /// activated before it stay active, each its own transaction.
+    DependencyFailed {
+        /// The extension asked for.
+        extension: String,
+        /// The dependency's failure.
+        failure: ActivationFailure,
     },
     /// No extension has that id.
     NotFound {

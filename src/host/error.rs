@@ -54,6 +54,42 @@ pub enum HostError {
     /// (`EXTENSION_ACTIVATION_FAILED`, `EXTENSION_ACTIVATION_CANCELLED`, or
     /// `EXTENSION_ACTIVATION_ROLLBACK_FAILED` when a rollback step failed too).
     Activation(ActivationFailure),
+    /// A dependency id breaks ID-1 (`EXTENSION_ID_INVALID`); the batch was
+    /// refused.
+    InvalidDependency {
+        /// The extension that names it.
+        id: String,
+        /// The dependency id.
+        dependency: String,
+        /// Why.
+        reason: IdError,
+    },
+    /// The batch closes a dependency cycle (`EXTENSION_DEPENDENCY_CYCLE`)
+    /// and was refused: the path that closes it, first id repeated last.
+    DependencyCycle {
+        /// The cycle.
+        cycle: Vec<String>,
+    },
+    /// A dependency names no known extension
+    /// (`EXTENSION_DEPENDENCY_MISSING`); nothing ran.
+    DependencyMissing {
+        /// The extension asked for.
+        id: String,
+        /// The extension that names the missing one (`id` or one of its
+        /// dependencies).
+        dependent: String,
+        /// The missing id.
+        dependency: String,
+    },
+    /// A dependency's activation failed and was rolled back
+    /// (`EXTENSION_DEPENDENCY_FAILED`); the extension's own factory never
+    /// ran. [`HostError::cause_code`] is the code of the dependency's cause.
+    DependencyFailed {
+        /// The extension asked for.
+        id: String,
+        /// The dependency's failure.
+        failure: ActivationFailure,
+    },
     /// The activation was cancelled by shutdown before it started
     /// (`EXTENSION_ACTIVATION_CANCELLED`).
     CancelledBeforeStart {
@@ -156,6 +192,26 @@ impl HostError {
             HostError::InvalidBaseTool { reason } => format!("base tool refused: {reason}"),
             HostError::NotFound { id } => format!("no extension {id:?} is discovered"),
             HostError::Activation(failure) => describe_activation(failure),
+            HostError::InvalidDependency {
+                id,
+                dependency,
+                reason,
+            } => format!("extension {id:?} names an invalid dependency {dependency:?}: {reason}"),
+            HostError::DependencyCycle { cycle } => format!(
+                "the batch closes a dependency cycle: {}",
+                cycle.join(" -> ")
+            ),
+            HostError::DependencyMissing {
+                id,
+                dependent,
+                dependency,
+            } => format!(
+                "cannot activate {id:?}: {dependent:?} depends on {dependency:?}, which is not discovered"
+            ),
+            HostError::DependencyFailed { id, failure } => format!(
+                "cannot activate {id:?}: its dependency failed: {}",
+                describe_activation(failure)
+            ),
             HostError::CancelledBeforeStart { id } => {
                 format!("activation of {id:?} was cancelled by shutdown before it started")
             }
@@ -229,6 +285,10 @@ impl HostError {
                     codes::EXTENSION_ACTIVATION_FAILED
                 }
             }
+            HostError::InvalidDependency { .. } => codes::EXTENSION_ID_INVALID,
+            HostError::DependencyCycle { .. } => codes::EXTENSION_DEPENDENCY_CYCLE,
+            HostError::DependencyMissing { .. } => codes::EXTENSION_DEPENDENCY_MISSING,
+            HostError::DependencyFailed { .. } => codes::EXTENSION_DEPENDENCY_FAILED,
             HostError::CancelledBeforeStart { .. } => codes::EXTENSION_ACTIVATION_CANCELLED,
             HostError::ContextClosed { .. } => codes::EXTENSION_CONTEXT_CLOSED,
             HostError::Reentrant { .. } => codes::HOST_REENTRANT_CALL,
@@ -243,7 +303,8 @@ impl HostError {
         }
     }
 
-    /// For a failed activation, the code of its cause: `TOOL_DUPLICATE`,
+    /// For a failed activation (or a dependency's failed activation), the
+    /// code of its cause: `TOOL_DUPLICATE`,
     /// `TOOL_NAME_INVALID`, the M-5 reason code, `EXTENSION_ACTIVATION_CANCELLED`,
     /// the failure's own code (such as `EXTENSION_TIMEOUT`), or
     /// `EXTENSION_ACTIVATION_FAILED` for an error or panic in extension code.
@@ -253,7 +314,8 @@ impl HostError {
         if let HostError::ToolFailed { code, .. } = self {
             return *code;
         }
-        let HostError::Activation(failure) = self else {
+        let (HostError::Activation(failure) | HostError::DependencyFailed { failure, .. }) = self
+        else {
             return None;
         };
         Some(match &failure.cause {
@@ -278,6 +340,16 @@ impl From<DiscoveryError> for HostError {
             DiscoveryError::InvalidDeclaration { id, reason } => {
                 HostError::InvalidDeclaration { id, reason }
             }
+            DiscoveryError::InvalidDependency {
+                id,
+                dependency,
+                reason,
+            } => HostError::InvalidDependency {
+                id,
+                dependency,
+                reason,
+            },
+            DiscoveryError::DependencyCycle { cycle } => HostError::DependencyCycle { cycle },
             DiscoveryError::HostDisposed => HostError::Disposed,
         }
     }

@@ -189,6 +189,7 @@ pub struct ExtensionDefinition {
     pub(crate) triggers: Vec<crate::manifest::Trigger>,
     pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
     pub(crate) deadlines: super::deadlines::Overrides,
+    pub(crate) dependencies: Vec<String>,
 }
 
 impl fmt::Debug for ExtensionDefinition {
@@ -263,6 +264,7 @@ impl ExtensionDefinition {
             triggers: Vec::new(),
             manifest: None,
             deadlines: super::deadlines::Overrides::default(),
+            dependencies: Vec::new(),
         }
     }
 
@@ -321,6 +323,22 @@ impl ExtensionDefinition {
         self
     }
 
+    /// Names the extensions this one depends on (H-13): activating it first
+    /// activates those that are not active, each as its own transaction, in
+    /// dependency order. If one fails, this one fails with
+    /// `EXTENSION_DEPENDENCY_FAILED` and its factory never runs; one that is
+    /// not discovered is `EXTENSION_DEPENDENCY_MISSING`; a cycle refuses the
+    /// discovery batch that closes it (`EXTENSION_DEPENDENCY_CYCLE`).
+    pub fn depends_on(mut self, dependencies: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.dependencies = dependencies.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The ids this extension depends on, in the order it names them.
+    pub fn dependencies(&self) -> &[String] {
+        &self.dependencies
+    }
+
     /// The manifest this definition was made from, if any.
     pub fn manifest(&self) -> Option<&crate::manifest::Manifest> {
         self.manifest.as_deref()
@@ -356,6 +374,7 @@ impl ExtensionDefinition {
                 .declared_tools
                 .as_ref()
                 .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
+            dependencies: self.dependencies.clone(),
         }
     }
 }

@@ -111,6 +111,7 @@ impl ExtensionDefinition {
             );
         }
         self.triggers = manifest.triggers();
+        self.dependencies = manifest.dependencies().to_vec();
         if let Some(deadline) = manifest.activation_deadline() {
             self = self.with_activation_deadline(deadline);
         }

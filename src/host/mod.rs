@@ -506,6 +506,21 @@ impl ExtensionHost {
             OpOutcome::AlreadyActive { .. } => Ok(Activation::AlreadyActive),
             OpOutcome::ActivationFailed(failure) => Err(HostError::Activation(failure)),
             OpOutcome::NotFound { extension } => Err(HostError::NotFound { id: extension }),
+            OpOutcome::DependencyMissing {
+                extension,
+                dependent,
+                dependency,
+            } => Err(HostError::DependencyMissing {
+                id: extension,
+                dependent,
+                dependency,
+            }),
+            OpOutcome::DependencyFailed { extension, failure } => {
+                Err(HostError::DependencyFailed {
+                    id: extension,
+                    failure,
+                })
+            }
             OpOutcome::CancelledBeforeStart { extension } => {
                 Err(HostError::CancelledBeforeStart { id: extension })
             }

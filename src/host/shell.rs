@@ -323,8 +323,19 @@ impl Shell {
                     self.revoked.insert(f.extension.clone());
                 }
             }
-            OpOutcome::Activated { extension } => {
-                self.revoked.remove(extension);
+            OpOutcome::Activated { .. } => {
+                // The extension and any dependency this operation activated
+                // first are active: a grant revoked by an earlier mismatch
+                // holds again (M-5).
+                let core = &self.core;
+                self.revoked.retain(|id| {
+                    core.extension(id).map(|e| e.status()) != Some(crate::core::Status::Active)
+                });
+            }
+            OpOutcome::DependencyFailed { failure, .. } => {
+                if matches!(failure.cause, FailureCause::Declaration(_)) {
+                    self.revoked.insert(failure.extension.clone());
+                }
             }
             OpOutcome::Disposed { failures } => {
                 let result = if failures.is_empty() {

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::dependencies::activation_order;
 use crate::core::ids::{ContextId, OpId};
 use crate::core::lifecycle::{Cancellation, ExtensionSlot, Status};
 use crate::core::mutant::Mutant;
@@ -25,7 +26,7 @@ use crate::id::validate_id_segment;
 
 use super::declarations::check_declarations;
 use super::state::{
-    Activation, ActivationStep, Advance, CleanupCursor, HostCore, Running, cleanup_plan,
+    Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Running, cleanup_plan,
 };
 
 impl HostCore {
@@ -41,17 +42,57 @@ impl HostCore {
         if cancelled {
             return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: id })];
         }
+        if self.exts[ext].status() == Status::Active {
+            return vec![self.settle(op, OpOutcome::AlreadyActive { extension: id })];
+        }
+        // H-13: the dependencies that are not active first, each its own
+        // transaction, in dependency order; the extension asked for last.
+        let order = activation_order(|d| self.dependencies_of(d), &id);
+        let mut chain: Vec<String> = match order {
+            Err(missing) => {
+                return vec![self.settle(
+                    op,
+                    OpOutcome::DependencyMissing {
+                        extension: id,
+                        dependent: missing.dependent,
+                        dependency: missing.dependency,
+                    },
+                )];
+            }
+            Ok(order) => order
+                .into_iter()
+                .filter(|d| self.extension(d).map(ExtensionSlot::status) != Some(Status::Active))
+                .map(str::to_owned)
+                .collect(),
+        };
+        self.probe_ignore_dependencies(&mut chain);
+        chain.reverse();
+        let first = chain.pop().unwrap_or(id);
+        self.begin_link(op, first, chain)
+    }
+
+    /// The dependencies of a known extension; `None` for an unknown id.
+    fn dependencies_of(&self, id: &str) -> Option<&[String]> {
+        self.index
+            .get(id)
+            .map(|&slot| self.exts[slot].meta().dependencies.as_slice())
+    }
+
+    /// Begins one transaction of an activation operation: `id`'s factory
+    /// runs; `then` (in reverse: the next one last) follow once it commits.
+    fn begin_link(&mut self, op: OpId, id: String, then: Vec<String>) -> Vec<Effect> {
+        let target = then.first().cloned().unwrap_or_else(|| id.clone());
+        let ext = self.slot_of(&id);
         let counters = &mut self.counters;
         let extension = match self.exts[ext].begin(|| counters.context()) {
             Ok(extension) => extension,
-            Err(Status::Active) => {
-                return vec![self.settle(op, OpOutcome::AlreadyActive { extension: id })];
-            }
-            // Activating or disposed: impossible while operations are
-            // serialized and disposal closes the queue; refuse rather than
-            // corrupt state.
+            // Active, activating or disposed: impossible for a link while
+            // operations are serialized and disposal closes the queue;
+            // refuse rather than corrupt state.
             Err(_) => {
-                return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: id })];
+                return vec![
+                    self.settle(op, OpOutcome::CancelledBeforeStart { extension: target }),
+                ];
             }
         };
         let context = extension.state().context;
@@ -59,12 +100,26 @@ impl HostCore {
             op,
             extension,
             step: ActivationStep::Factory,
+            then,
         }));
         vec![Effect::CallFactory {
             op,
             extension: id,
             context,
         }]
+    }
+
+    /// After a link of a chain committed or failed: the next one begins,
+    /// unless shutdown began meanwhile (nothing more of the chain runs).
+    pub(super) fn next_link(&mut self, op: OpId, mut then: Vec<String>) -> Vec<Effect> {
+        let Some(next) = then.pop() else {
+            return Vec::new();
+        };
+        if self.phase != Phase::Open {
+            let target = then.first().cloned().unwrap_or(next);
+            return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: target })];
+        }
+        self.begin_link(op, next, then)
     }
 
     /// Takes the running activation of `context` out when it is at the step
@@ -234,8 +289,14 @@ impl HostCore {
 
     /// H-4: publish everything in one step.
     fn commit(&mut self, a: Activation, candidate: ToolRegistry) -> Vec<Effect> {
+        let Activation {
+            op,
+            extension,
+            then,
+            ..
+        } = a;
         self.registry = candidate;
-        let active = a.extension.commit();
+        let active = extension.commit();
         let id = active.id().to_owned();
         for (index, hook) in active.state().contribution.hooks.iter().enumerate() {
             self.hooks.push_back_mut(LiveHook {
@@ -247,9 +308,15 @@ impl HostCore {
         self.activation_order.push(id.clone());
         let ext = self.slot_of(&id);
         self.exts[ext] = ExtensionSlot::Active(active);
+        if !then.is_empty() {
+            // A dependency committed: the next link begins (H-13).
+            let mut effects = vec![Effect::Publish];
+            effects.extend(self.next_link(op, then));
+            return effects;
+        }
         vec![
             Effect::Publish,
-            self.settle(a.op, OpOutcome::Activated { extension: id }),
+            self.settle(op, OpOutcome::Activated { extension: id }),
         ]
     }
 
@@ -310,25 +377,46 @@ impl HostCore {
         cause: FailureCause,
         cleanup_failures: Vec<StepFailure>,
     ) -> Vec<Effect> {
-        let (failed, attempt) = a.extension.fail();
+        let Activation {
+            op,
+            extension,
+            then,
+            ..
+        } = a;
+        let (failed, attempt) = extension.fail();
         let staged = attempt.staged;
         let id = failed.id().to_owned();
         let ext = self.slot_of(&id);
         self.exts[ext] = ExtensionSlot::Failed(failed);
+        let forget = Effect::Forget {
+            contexts: vec![attempt.context],
+            tools: staged.tools.iter().map(|(t, _)| *t).collect(),
+            hooks: staged.hooks,
+            disposers: staged.disposers,
+        };
+        let failure = ActivationFailure {
+            extension: id,
+            cause,
+            cleanup_failures,
+        };
+        let Some(target) = then.first().cloned() else {
+            return vec![
+                forget,
+                self.settle(op, OpOutcome::ActivationFailed(failure)),
+            ];
+        };
+        // A dependency failed: its dependent's factory never runs (H-13).
+        if let Some(effects) = self.probe_run_dependent_anyway(op, &then, &forget) {
+            return effects;
+        }
         vec![
-            Effect::Forget {
-                contexts: vec![attempt.context],
-                tools: staged.tools.iter().map(|(t, _)| *t).collect(),
-                hooks: staged.hooks,
-                disposers: staged.disposers,
-            },
+            forget,
             self.settle(
-                a.op,
-                OpOutcome::ActivationFailed(ActivationFailure {
-                    extension: id,
-                    cause,
-                    cleanup_failures,
-                }),
+                op,
+                OpOutcome::DependencyFailed {
+                    extension: target,
+                    failure,
+                },
             ),
         ]
     }

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::core::dependencies::find_cycle;
 use crate::core::lifecycle::{DefinitionMeta, Extension, ExtensionSlot};
 use crate::core::outcome::DiscoveryError;
 use crate::core::protocol::{Answer, Effect};
@@ -41,10 +42,44 @@ impl HostCore {
             }
             seen.insert(meta.id.clone());
         }
+        self.check_dependencies(&batch)?;
         for meta in batch {
             self.add_discovered(meta);
         }
         Ok(())
+    }
+
+    /// H-13: every dependency id is valid, and the batch closes no cycle
+    /// with itself or with what is known (a dependency not known yet is a
+    /// leaf until it is discovered: a cycle across two batches is refused
+    /// with the second).
+    fn check_dependencies(&self, batch: &[DefinitionMeta]) -> Result<(), DiscoveryError> {
+        for meta in batch {
+            for dependency in &meta.dependencies {
+                validate_id_segment(dependency).map_err(|reason| {
+                    DiscoveryError::InvalidDependency {
+                        id: meta.id.clone(),
+                        dependency: dependency.clone(),
+                        reason,
+                    }
+                })?;
+            }
+        }
+        let in_batch: BTreeMap<&str, &[String]> = batch
+            .iter()
+            .map(|m| (m.id.as_str(), m.dependencies.as_slice()))
+            .collect();
+        let deps_of = |id: &str| {
+            in_batch.get(id).copied().or_else(|| {
+                self.index
+                    .get(id)
+                    .map(|&slot| self.exts[slot].meta().dependencies.as_slice())
+            })
+        };
+        match find_cycle(deps_of, batch.iter().map(|m| m.id.as_str())) {
+            Some(cycle) => Err(DiscoveryError::DependencyCycle { cycle }),
+            None => Ok(()),
+        }
     }
 
     /// Adds a checked definition, with its dormant descriptors.

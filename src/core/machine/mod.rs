@@ -64,11 +64,13 @@ impl HostCore {
                 op: running,
                 extension,
                 step: ActivationStep::Rollback { cause, cleanup },
+                then,
             })) if running == op => {
                 let a = Activation {
                     op,
                     extension,
                     step: ActivationStep::Factory,
+                    then,
                 };
                 Ok(self.rollback_step_finished(a, cause, cleanup, result))
             }

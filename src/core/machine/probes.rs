@@ -65,6 +65,31 @@ impl HostCore {
         }
     }
 
+    /// `DependencyIgnored`: only the extension asked for activates, its
+    /// dependencies are left as they are (`chain` lists the dependency
+    /// order, the one asked for last).
+    pub(super) fn probe_ignore_dependencies(&self, chain: &mut Vec<String>) {
+        if self.mutant(Mutant::DependencyIgnored) {
+            chain.drain(..chain.len().saturating_sub(1));
+        }
+    }
+
+    /// `DependencyFailureRunsDependent`: after a dependency failed, the next
+    /// link of the chain begins anyway.
+    pub(super) fn probe_run_dependent_anyway(
+        &mut self,
+        op: OpId,
+        then: &[String],
+        forget: &Effect,
+    ) -> Option<Vec<Effect>> {
+        if !self.mutant(Mutant::DependencyFailureRunsDependent) {
+            return None;
+        }
+        let mut effects = vec![forget.clone()];
+        effects.extend(self.next_link(op, then.to_vec()));
+        Some(effects)
+    }
+
     /// `PublishBeforeValidate`: a staged tool goes live at registration.
     pub(super) fn probe_publish_staged(
         &mut self,

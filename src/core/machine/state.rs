@@ -52,6 +52,10 @@ pub(super) struct Activation {
     pub op: OpId,
     pub extension: Extension<Activating>,
     pub step: ActivationStep,
+    /// The extensions this operation activates after this one, each its
+    /// own transaction, the one asked for last (H-13); empty when this is
+    /// the one asked for.
+    pub then: Vec<String>,
 }
 
 impl Activation {
