@@ -285,6 +285,20 @@ impl Extension<Active> {
     pub fn dispose(self) -> Extension<Disposed> {
         self.into_state(Disposed)
     }
+
+    /// A fresh attempt beside this active generation (reload, H-12): the
+    /// active extension stays as it is until the attempt commits.
+    pub fn reload_attempt(&self, context: ContextId) -> Extension<Activating> {
+        Extension {
+            meta: self.meta.clone(),
+            attempts: self.attempts + 1,
+            state: Activating {
+                context,
+                cancelled: None,
+                staged: Contribution::default(),
+            },
+        }
+    }
 }
 
 #[cfg(feature = "mutants")]
@@ -355,6 +369,27 @@ impl ExtensionSlot {
                 *self = other;
                 Err(status)
             }
+        }
+    }
+
+    /// The active generation, when active.
+    pub fn active(&self) -> Option<&Extension<Active>> {
+        match self {
+            ExtensionSlot::Active(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Reload's commit (H-12): `next` replaces the active generation, which
+    /// is returned; a slot that is not active is left unchanged and `next`
+    /// comes back as the error.
+    pub fn swap_active(
+        &mut self,
+        next: Extension<Active>,
+    ) -> Result<Extension<Active>, Extension<Active>> {
+        match self {
+            ExtensionSlot::Active(old) => Ok(std::mem::replace(old, next)),
+            _ => Err(next),
         }
     }
 

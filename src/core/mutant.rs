@@ -57,4 +57,9 @@ pub enum Mutant {
     /// A dependency's failure does not stop the chain: the dependent's
     /// factory still runs (H-13).
     DependencyFailureRunsDependent,
+    /// Reload takes the old generation's tools out of the live registry
+    /// before the fresh one validated: break before make (INV-11).
+    ReloadBreaksBeforeMake,
+    /// Reload never cleans the old generation up (INV-11).
+    ReloadNeverRetiresOld,
 }

@@ -2,7 +2,7 @@
 //! core, the shell and the model checker.
 //!
 //! Architecture invariant: this module is data only. It depends on
-//! [`super::ids`], [`super::registry`] and the one declaration-mismatch type
+//! [`super::ids`], [`super::registry`], [`super::lifecycle`]'s `Status` and the one declaration-mismatch type
 //! of `machine/declarations.rs`, never on the transition code.
 
 use super::ids::{ContextId, DisposerRef, HookRef};
@@ -67,6 +67,9 @@ pub enum OpKind {
     Emit,
     /// Shut the host down.
     Dispose,
+    /// Replace an active extension's contribution by a fresh instance's,
+    /// in one commit, then clean the old one up (H-12).
+    Reload(String),
 }
 
 /// A live hook, in delivery order.
@@ -233,6 +236,26 @@ pub enum OpOutcome {
         extension: String,
         /// The dependency's failure.
         failure: ActivationFailure,
+    },
+    /// A fresh generation replaced the extension's contribution in one
+    /// commit, and the old generation was cleaned up (H-12).
+    Reloaded {
+        /// The extension.
+        extension: String,
+        /// The old generation's cleanup steps that failed, in attempt
+        /// order; the new generation is live regardless.
+        cleanup_failures: Vec<StepFailure>,
+    },
+    /// The fresh generation failed and was rolled back; the old one stayed
+    /// live, untouched (H-12).
+    ReloadFailed(ActivationFailure),
+    /// Reload of an extension that is not active: nothing ran (the next
+    /// activation makes a fresh instance anyway).
+    NotActive {
+        /// The extension.
+        extension: String,
+        /// Its status.
+        status: crate::core::lifecycle::Status,
     },
     /// No extension has that id.
     NotFound {

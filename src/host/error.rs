@@ -54,6 +54,13 @@ pub enum HostError {
     /// (`EXTENSION_ACTIVATION_FAILED`, `EXTENSION_ACTIVATION_CANCELLED`, or
     /// `EXTENSION_ACTIVATION_ROLLBACK_FAILED` when a rollback step failed too).
     Activation(ActivationFailure),
+    /// A reload's fresh generation failed and was rolled back; the old
+    /// generation stays live, untouched (H-12). Its codes are an
+    /// activation's (`EXTENSION_ACTIVATION_FAILED`,
+    /// `EXTENSION_ACTIVATION_CANCELLED`, or
+    /// `EXTENSION_ACTIVATION_ROLLBACK_FAILED`), and
+    /// [`HostError::cause_code`] is the code of its cause.
+    Reload(ActivationFailure),
     /// A dependency id breaks ID-1 (`EXTENSION_ID_INVALID`); the batch was
     /// refused.
     InvalidDependency {
@@ -192,6 +199,11 @@ impl HostError {
             HostError::InvalidBaseTool { reason } => format!("base tool refused: {reason}"),
             HostError::NotFound { id } => format!("no extension {id:?} is discovered"),
             HostError::Activation(failure) => describe_activation(failure),
+            HostError::Reload(failure) => format!(
+                "reload of {:?} failed and was rolled back; the previous generation stays live: {}",
+                failure.extension,
+                describe_cause(&failure.cause)
+            ),
             HostError::InvalidDependency {
                 id,
                 dependency,
@@ -276,7 +288,7 @@ impl HostError {
             HostError::InvalidDeclaration { reason, .. } => reason.code(),
             HostError::InvalidBaseTool { reason } => reason.code(),
             HostError::NotFound { .. } => codes::EXTENSION_NOT_FOUND,
-            HostError::Activation(failure) => {
+            HostError::Activation(failure) | HostError::Reload(failure) => {
                 if !failure.cleanup_failures.is_empty() {
                     codes::EXTENSION_ACTIVATION_ROLLBACK_FAILED
                 } else if failure.cause == FailureCause::Cancelled {
@@ -314,7 +326,9 @@ impl HostError {
         if let HostError::ToolFailed { code, .. } = self {
             return *code;
         }
-        let (HostError::Activation(failure) | HostError::DependencyFailed { failure, .. }) = self
+        let (HostError::Activation(failure)
+        | HostError::Reload(failure)
+        | HostError::DependencyFailed { failure, .. }) = self
         else {
             return None;
         };

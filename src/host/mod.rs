@@ -51,6 +51,7 @@ use tracing::Instrument;
 
 use crate::core::{
     Binding, HookDiagnostic, HostCore, OpId, OpKind, OpOutcome, Owner, Requested, Status,
+    StepFailure,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -187,6 +188,25 @@ pub enum Activation {
     Activated,
     /// It was already active; nothing happened.
     AlreadyActive,
+}
+
+/// What a successful [`ExtensionHost::reload`] did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub enum Reload {
+    /// A fresh generation replaced the extension's contribution in one
+    /// commit, then the old generation was cleaned up; these of its cleanup
+    /// steps failed (the fresh generation is live regardless).
+    Reloaded {
+        /// The old generation's failed cleanup steps, in attempt order.
+        cleanup_failures: Vec<StepFailure>,
+    },
+    /// The extension is not active (discovered, dormant, or failed):
+    /// nothing ran, and its next activation makes a fresh instance anyway.
+    NotActive {
+        /// Its status.
+        status: Status,
+    },
 }
 
 /// What one `emit` did.
@@ -495,6 +515,56 @@ impl ExtensionHost {
         }
         .instrument(span)
         .await
+    }
+
+    /// Replaces an active extension's contribution with a fresh instance's
+    /// (H-12), through the same queue as every other operation: the factory
+    /// and `activate` run again, and what they register is staged and
+    /// validated against the live registry without the old generation
+    /// (names, clashes, and a manifest extension's declarations, M-5). Only
+    /// if it validates does one commit swap the new tools (keeping the API
+    /// name of every tool name that stays), hooks and disposers in; the old
+    /// generation's calls in flight are then drained and its cleanup runs in
+    /// reverse order, as shutdown's would. If anything of the fresh
+    /// generation fails, it is rolled back and the old one stays live and
+    /// untouched: the error is [`HostError::Reload`].
+    ///
+    /// An extension that is not active is not reloaded
+    /// ([`Reload::NotActive`]). Reloading a dependency does not reload its
+    /// dependents (H-13): the dependency stays active throughout, and the
+    /// dependents' own instances are theirs to renew.
+    pub async fn reload(&self, id: &str) -> Result<Reload, HostError> {
+        let span = tracing::info_span!("exthost.reload", extension = id);
+        async {
+            let result = caused_by(PublicCall::Reload(id.to_owned()), self.reload_inner(id)).await;
+            match &result {
+                Ok(reload) => tracing::info!(?reload, "reload settled"),
+                Err(e) => tracing::warn!(outcome = e.code(), error = %e, "reload failed"),
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn reload_inner(&self, id: &str) -> Result<Reload, HostError> {
+        match self
+            .run(OpKind::Reload(id.to_owned()), None, "reload")
+            .await?
+        {
+            OpOutcome::Reloaded {
+                cleanup_failures, ..
+            } => Ok(Reload::Reloaded { cleanup_failures }),
+            OpOutcome::NotActive { status, .. } => Ok(Reload::NotActive { status }),
+            OpOutcome::ReloadFailed(failure) => Err(HostError::Reload(failure)),
+            OpOutcome::NotFound { extension } => Err(HostError::NotFound { id: extension }),
+            OpOutcome::CancelledBeforeStart { extension } => {
+                Err(HostError::CancelledBeforeStart { id: extension })
+            }
+            _ => Err(HostError::TaskLost {
+                operation: "reload",
+            }),
+        }
     }
 
     async fn activate_inner(&self, id: &str) -> Result<Activation, HostError> {

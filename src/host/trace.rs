@@ -29,6 +29,8 @@ pub enum PublicCall {
     CallToolActivating(String),
     /// `dispose()`.
     Dispose,
+    /// `reload(id)`.
+    Reload(String),
     /// `discover(...)` or `discover_manifest_dir(...)`.
     Discover,
 }

@@ -242,6 +242,7 @@ impl Replay {
             }
             (OpKind::Emit, Some(PublicCall::Emit(_))) => true,
             (OpKind::Dispose, Some(PublicCall::Dispose)) => true,
+            (OpKind::Reload(id), Some(PublicCall::Reload(asked))) => id == asked,
             _ => false,
         };
         if !ok {

@@ -26,7 +26,8 @@ use crate::id::validate_id_segment;
 
 use super::declarations::check_declarations;
 use super::state::{
-    Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Running, cleanup_plan,
+    Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Purpose, Running,
+    cleanup_plan,
 };
 
 impl HostCore {
@@ -100,7 +101,7 @@ impl HostCore {
             op,
             extension,
             step: ActivationStep::Factory,
-            then,
+            purpose: Purpose::Activate { then },
         }));
         vec![Effect::CallFactory {
             op,
@@ -259,10 +260,15 @@ impl HostCore {
         }
         let owner = Owner::Extension(meta.id.clone());
         let mut candidate = self.registry.clone();
+        // A reload validates against the live registry without the old
+        // generation, whose tools keep their API names (H-12, M-6).
+        let mut kept = match a.purpose {
+            Purpose::Reload => self.without_old_generation(meta, &mut candidate),
+            Purpose::Activate { .. } => BTreeMap::new(),
+        };
         // Swap the dormant descriptors out by name: O(k log n), never a
         // scan of the registry, so the Nth activation costs what the first
         // did.
-        let mut kept = BTreeMap::new();
         for declared in meta.declared_tools.iter().flatten() {
             let name = meta.runtime_tool_name(&declared.name);
             if candidate
@@ -292,9 +298,13 @@ impl HostCore {
         let Activation {
             op,
             extension,
-            then,
+            purpose,
             ..
         } = a;
+        let then = match purpose {
+            Purpose::Reload => return self.commit_reload(op, extension, candidate),
+            Purpose::Activate { then } => then,
+        };
         self.registry = candidate;
         let active = extension.commit();
         let id = active.id().to_owned();
@@ -380,14 +390,16 @@ impl HostCore {
         let Activation {
             op,
             extension,
-            then,
+            purpose,
             ..
         } = a;
         let (failed, attempt) = extension.fail();
         let staged = attempt.staged;
         let id = failed.id().to_owned();
-        let ext = self.slot_of(&id);
-        self.exts[ext] = ExtensionSlot::Failed(failed);
+        if let Purpose::Activate { .. } = purpose {
+            let ext = self.slot_of(&id);
+            self.exts[ext] = ExtensionSlot::Failed(failed);
+        }
         let forget = Effect::Forget {
             contexts: vec![attempt.context],
             tools: staged.tools.iter().map(|(t, _)| *t).collect(),
@@ -398,6 +410,13 @@ impl HostCore {
             extension: id,
             cause,
             cleanup_failures,
+        };
+        let then = match purpose {
+            // A failed reload leaves the active generation as it was.
+            Purpose::Reload => {
+                return vec![forget, self.settle(op, OpOutcome::ReloadFailed(failure))];
+            }
+            Purpose::Activate { then } => then,
         };
         let Some(target) = then.first().cloned() else {
             return vec![

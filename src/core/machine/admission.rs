@@ -66,7 +66,7 @@ impl HostCore {
                 if kind == OpKind::Dispose {
                     self.phase = Phase::Closing(op);
                     for q in self.queue.iter_mut() {
-                        if matches!(q.kind, OpKind::Activate(_)) {
+                        if matches!(q.kind, OpKind::Activate(_) | OpKind::Reload(_)) {
                             q.cancelled = true;
                         }
                     }
@@ -134,6 +134,7 @@ impl HostCore {
             OpKind::Activate(id) => self.begin_activation(op, id, queued.cancelled),
             OpKind::Emit => self.begin_emit(op),
             OpKind::Dispose => self.begin_dispose(op),
+            OpKind::Reload(id) => self.begin_reload(op, id, queued.cancelled),
         })
     }
 

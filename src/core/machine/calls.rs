@@ -37,11 +37,19 @@ impl HostCore {
             });
         };
         let owner = entry.owner.clone();
+        let generation = match &owner {
+            Owner::Extension(id) => self
+                .extension(id)
+                .and_then(|e| e.active())
+                .map(|e| e.state().context),
+            Owner::Base => None,
+        };
         let call = self.counters.call();
         self.calls.insert(
             call,
             InFlight {
                 owner: owner.clone(),
+                generation,
             },
         );
         Ok(AdmittedCall {
@@ -71,10 +79,11 @@ impl HostCore {
             op,
             cleanup,
             draining: true,
+            ..
         })) = &self.running
-            && let extension = &cleanup.current().extension
-            && finished.owner == Owner::Extension(extension.clone())
-            && self.calls_of(extension).is_empty()
+            && let generation = cleanup.current().context
+            && finished.generation == Some(generation)
+            && self.calls_of(generation).is_empty()
         {
             let op = *op;
             answer.effects = self.stop_draining(op, Vec::new());

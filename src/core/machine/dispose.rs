@@ -1,7 +1,8 @@
 //! Shutdown (H-11): the registry and hooks empty at once; then every active
 //! extension is cleaned up in reverse activation order, each only once its
 //! tool calls in flight finished or were abandoned (INV-12), every step
-//! attempted.
+//! attempted. A reload's old generation is cleaned up by the same steps
+//! (`reload.rs` starts them and finishes them).
 //!
 //! Architecture invariant: builds on `state.rs` and `probes.rs` only.
 
@@ -39,6 +40,7 @@ impl HostCore {
                     op,
                     cleanup,
                     draining: false,
+                    retiring: None,
                 }));
                 effects.extend(self.next_dispose_step(op));
             }
@@ -57,15 +59,17 @@ impl HostCore {
         let done = d.cleanup.current().extension.clone();
         let advance = d.cleanup.advance(result, stop_on_failure);
         let extension_done = advance != Advance::Next || d.cleanup.current().extension != done;
-        if extension_done && advance != Advance::Stopped {
+        if extension_done && advance != Advance::Stopped && d.retiring.is_none() {
             self.mark_disposed(&done);
         }
         let op = d.op;
         if advance == Advance::Next {
             self.running = Some(Running::Dispose(d));
-            self.next_dispose_step(op)
-        } else {
-            self.finish_dispose(op, d.cleanup.into_failures())
+            return self.next_dispose_step(op);
+        }
+        match d.retiring {
+            Some(retiring) => self.finish_retiring(op, retiring, d.cleanup.into_failures()),
+            None => self.finish_dispose(op, d.cleanup.into_failures()),
         }
     }
 
@@ -92,7 +96,7 @@ impl HostCore {
         };
         let step = d.cleanup.current().clone();
         let calls = if d.cleanup.first_of_extension() && !ignore_calls {
-            self.calls_of(&step.extension)
+            self.calls_of(step.context)
         } else {
             Vec::new()
         };
@@ -103,6 +107,15 @@ impl HostCore {
             d.draining = true;
         }
         vec![Effect::CancelCalls { calls }]
+    }
+
+    /// The calls the running cleanup waits for: those of the generation
+    /// its current step cleans up.
+    pub(super) fn draining_calls(&self) -> Vec<CallId> {
+        match &self.running {
+            Some(Running::Dispose(d)) if d.draining => self.calls_of(d.cleanup.current().context),
+            _ => Vec::new(),
+        }
     }
 
     /// Ends the wait for an extension's calls: abandon what is left, then

@@ -23,6 +23,7 @@ mod discovery;
 mod dispose;
 mod emit;
 mod probes;
+mod reload;
 mod state;
 
 pub use declarations::{
@@ -64,13 +65,13 @@ impl HostCore {
                 op: running,
                 extension,
                 step: ActivationStep::Rollback { cause, cleanup },
-                then,
+                purpose,
             })) if running == op => {
                 let a = Activation {
                     op,
                     extension,
                     step: ActivationStep::Factory,
-                    then,
+                    purpose,
                 };
                 Ok(self.rollback_step_finished(a, cause, cleanup, result))
             }
@@ -112,8 +113,8 @@ impl HostCore {
                     "the cleanup step did not settle within its deadline",
                 )),
             ),
-            Some(Awaiting::Calls(_, extension)) => {
-                let left = self.calls_of(&extension);
+            Some(Awaiting::Calls(..)) => {
+                let left = self.draining_calls();
                 Ok(self.stop_draining(op, left))
             }
             _ => Err(ProtocolError(format!(
@@ -138,8 +139,8 @@ impl HostCore {
             Some(Awaiting::Activate(context)) => self.activate_returned(context, lost()),
             Some(Awaiting::Hook(..)) => self.hook_finished(op, lost()),
             Some(Awaiting::Cleanup(..)) => self.cleanup_finished(op, lost()),
-            Some(Awaiting::Calls(_, extension)) => {
-                let left = self.calls_of(&extension);
+            Some(Awaiting::Calls(..)) => {
+                let left = self.draining_calls();
                 Ok(self.stop_draining(op, left))
             }
             _ => Err(ProtocolError(format!("{op} awaits no step"))),

@@ -90,6 +90,34 @@ impl HostCore {
         Some(effects)
     }
 
+    /// `ReloadBreaksBeforeMake`: the old generation's tools leave the live
+    /// registry when the reload begins.
+    pub(super) fn probe_break_before_make(&mut self, id: &str) -> Vec<Effect> {
+        if !self.mutant(Mutant::ReloadBreaksBeforeMake) {
+            return Vec::new();
+        }
+        let Some(meta) = self.extension(id).map(|e| e.meta().clone()) else {
+            return Vec::new();
+        };
+        let mut registry = self.registry.clone();
+        self.without_old_generation(&meta, &mut registry);
+        self.registry = registry;
+        vec![Effect::Publish]
+    }
+
+    /// `ReloadNeverRetiresOld`: the reload settles at its commit, and the
+    /// old generation's cleanup never runs.
+    pub(super) fn probe_never_retire(&mut self, op: OpId, id: &str) -> Option<Vec<Effect>> {
+        if !self.mutant(Mutant::ReloadNeverRetiresOld) {
+            return None;
+        }
+        let outcome = crate::core::OpOutcome::Reloaded {
+            extension: id.to_owned(),
+            cleanup_failures: Vec::new(),
+        };
+        Some(vec![self.settle(op, outcome)])
+    }
+
     /// `PublishBeforeValidate`: a staged tool goes live at registration.
     pub(super) fn probe_publish_staged(
         &mut self,

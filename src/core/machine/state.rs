@@ -52,10 +52,21 @@ pub(super) struct Activation {
     pub op: OpId,
     pub extension: Extension<Activating>,
     pub step: ActivationStep,
-    /// The extensions this operation activates after this one, each its
-    /// own transaction, the one asked for last (H-13); empty when this is
-    /// the one asked for.
-    pub then: Vec<String>,
+    /// What the attempt is for.
+    pub purpose: Purpose,
+}
+
+/// What a running activation attempt is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Purpose {
+    /// Activating an extension that is not active. `then`: the extensions
+    /// this operation activates after this one, each its own transaction,
+    /// in reverse (the next one last, the one asked for first, H-13); empty
+    /// when this is the one asked for.
+    Activate { then: Vec<String> },
+    /// A fresh generation of an active extension (H-12): the active one
+    /// stays live until this attempt commits.
+    Reload,
 }
 
 impl Activation {
@@ -73,14 +84,26 @@ pub(super) struct Emit {
     pub diagnostics: Vec<HookDiagnostic>,
 }
 
-/// The running shutdown.
+/// The running shutdown, or the cleanup of a reloaded extension's old
+/// generation: both drain a generation's calls before its first cleanup
+/// step and attempt every step.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct Dispose {
     pub op: OpId,
     pub cleanup: CleanupCursor,
-    /// Waiting for the calls in flight of the current step's extension
+    /// Waiting for the calls in flight of the current step's generation
     /// before its first cleanup step (INV-12).
     pub draining: bool,
+    /// Shutdown, or retiring a reloaded extension's old generation.
+    pub retiring: Option<Retiring>,
+}
+
+/// The old generation a reload retires (H-12): what it held, for the
+/// driver to forget once its cleanup ran.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Retiring {
+    pub extension: String,
+    pub old: crate::core::lifecycle::Active,
 }
 
 /// The operation that runs.
@@ -211,6 +234,10 @@ pub enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct InFlight {
     pub owner: Owner,
+    /// The generation (context) of the extension whose tool it runs; `None`
+    /// for a base tool. A reload retires one generation while the next
+    /// one's calls go on.
+    pub generation: Option<ContextId>,
 }
 
 /// The pure host: all logical state, no closures, no I/O, no clock.
@@ -261,11 +288,12 @@ impl HostCore {
         self.running.as_ref().map(Running::op)
     }
 
-    /// The calls in flight of extension `id`, in the order they started.
-    pub(super) fn calls_of(&self, id: &str) -> Vec<CallId> {
+    /// The calls in flight of one generation of an extension, in the order
+    /// they started.
+    pub(super) fn calls_of(&self, generation: ContextId) -> Vec<CallId> {
         self.calls
             .iter()
-            .filter(|(_, f)| matches!(&f.owner, Owner::Extension(e) if e == id))
+            .filter(|(_, f)| f.generation == Some(generation))
             .map(|(call, _)| *call)
             .collect()
     }

@@ -1,0 +1,533 @@
+//! Reload (H-12): a fresh generation is staged beside the live one and
+//! swapped in by one commit, then the old generation is cleaned up; a fresh
+//! generation that fails anywhere is rolled back and the old one stays live,
+//! untouched.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use exthost::core::Status;
+use exthost::error::codes;
+use exthost::host::{Event, HostError, Reload};
+use exthost::prelude::*;
+use serde_json::{Value, json};
+use support::{Log, host, host_with, within};
+
+/// What generation `n` (1 for the first activation) of a versioned
+/// extension does.
+#[derive(Clone, Default)]
+struct Plan {
+    tools: Vec<&'static str>,
+    factory_fails: bool,
+    activate_fails: bool,
+    hangs: bool,
+    /// Its tools wait for this gate before answering.
+    gate: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// An extension whose every generation logs what it does: `g<n>:factory`,
+/// `g<n>:activate`, `g<n>:disposer`, `g<n>:dispose`; its tools answer
+/// `{"generation": n}`.
+#[derive(Clone)]
+struct Versioned {
+    id: &'static str,
+    log: Log,
+    generations: Arc<AtomicUsize>,
+    plan: Arc<dyn Fn(usize) -> Plan + Send + Sync>,
+}
+
+impl Versioned {
+    fn new(
+        id: &'static str,
+        log: &Log,
+        plan: impl Fn(usize) -> Plan + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            id,
+            log: log.clone(),
+            generations: Arc::default(),
+            plan: Arc::new(plan),
+        }
+    }
+
+    fn definition(&self) -> ExtensionDefinition {
+        let this = self.clone();
+        ExtensionDefinition::new(self.id, move || {
+            let n = this.generations.fetch_add(1, Ordering::SeqCst) + 1;
+            this.log.push(format!("g{n}:factory"));
+            if (this.plan)(n).factory_fails {
+                return Err(ExtensionError::new(format!(
+                    "factory of generation {n} failed"
+                )));
+            }
+            Ok(Generation {
+                n,
+                log: this.log.clone(),
+                plan: (this.plan)(n),
+            })
+        })
+    }
+}
+
+struct Generation {
+    n: usize,
+    log: Log,
+    plan: Plan,
+}
+
+impl Extension for Generation {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            let n = self.n;
+            self.log.push(format!("g{n}:activate"));
+            let log = self.log.clone();
+            cx.on_dispose(move || async move {
+                log.push(format!("g{n}:disposer"));
+                Ok(())
+            })?;
+            for name in &self.plan.tools {
+                let gate = self.plan.gate.clone();
+                let log = self.log.clone();
+                cx.register_tool(
+                    ToolDescriptor::new(
+                        *name,
+                        format!("generation {n}"),
+                        json!({"type": "object"}),
+                    ),
+                    move |_input: Value| {
+                        let gate = gate.clone();
+                        let log = log.clone();
+                        async move {
+                            log.push(format!("g{n}:call"));
+                            if let Some(gate) = gate {
+                                let _permit = gate.acquire().await;
+                            }
+                            Ok(json!({ "generation": n }))
+                        }
+                    },
+                )?;
+            }
+            if self.plan.hangs {
+                std::future::pending::<()>().await;
+            }
+            if self.plan.activate_fails {
+                return Err(ExtensionError::new(format!(
+                    "activate of generation {n} failed"
+                )));
+            }
+            Ok(())
+        })
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        let n = self.n;
+        let log = self.log.clone();
+        Box::pin(async move {
+            log.push(format!("g{n}:dispose"));
+            Ok(())
+        })
+    }
+}
+
+fn api_names(host: &ExtensionHost) -> Vec<(String, String)> {
+    host.tools()
+        .iter()
+        .map(|t| (t.name.to_string(), t.api_name.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reload_swaps_the_generation_in_one_commit_keeping_api_names() {
+    let log = Log::default();
+    let (_d, host) = host();
+    // `m` is namespaced: `m:t` wants the API name `m_t`, which the plain
+    // extension `p` took first, so `m:t` is `m_t_2`, and must stay so.
+    let p = ExtensionDefinition::from_fn("p", |cx| async move {
+        cx.register_tool(
+            ToolDescriptor::new("m_t", "plain", json!({"type": "object"})),
+            |_: Value| async { Ok(json!("p")) },
+        )?;
+        Ok(())
+    });
+    let m = Versioned::new("m", &log, |n| Plan {
+        tools: if n == 1 {
+            vec!["t", "old"]
+        } else {
+            vec!["t", "new"]
+        },
+        ..Plan::default()
+    });
+    host.discover([p, m.definition().namespaced()]).unwrap();
+    within(host.activate("p")).await.unwrap();
+    within(host.activate("m")).await.unwrap();
+    let before = api_names(&host);
+    assert!(
+        before.contains(&("m:t".into(), "m_t_2".into())),
+        "{before:?}"
+    );
+
+    let reload = within(host.reload("m")).await.unwrap();
+    assert_eq!(
+        reload,
+        Reload::Reloaded {
+            cleanup_failures: vec![]
+        }
+    );
+    let after = api_names(&host);
+    assert!(after.contains(&("m:t".into(), "m_t_2".into())), "{after:?}");
+    assert!(
+        after.contains(&("m:new".into(), "m_new".into())),
+        "{after:?}"
+    );
+    assert!(!after.iter().any(|(n, _)| n == "m:old"), "{after:?}");
+    assert_eq!(
+        within(host.call_tool("m:t", json!({}))).await.unwrap(),
+        json!({"generation": 2})
+    );
+    // The old generation was cleaned up after the commit, the new one not.
+    assert_eq!(
+        log.entries(),
+        [
+            "g1:factory",
+            "g1:activate",
+            "g2:factory",
+            "g2:activate",
+            "g1:disposer",
+            "g1:dispose",
+            "g2:call"
+        ]
+    );
+    assert_eq!(host.status("m"), Some(Status::Active));
+    log.take();
+    within(host.dispose()).await.unwrap();
+    assert_eq!(log.entries(), ["g2:disposer", "g2:dispose"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_see_the_old_generation_or_the_new_one_never_a_mix() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let m = Versioned::new("m", &log, |_| Plan {
+        tools: vec!["a", "b", "c", "d"],
+        ..Plan::default()
+    });
+    host.discover([m.definition()]).unwrap();
+    within(host.activate("m")).await.unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
+    let reader = {
+        let (host, stop, seen) = (host.clone(), stop.clone(), seen.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let snapshot = host.tools();
+                let generations: std::collections::BTreeSet<String> =
+                    snapshot.iter().map(|t| t.description.to_string()).collect();
+                assert_eq!(snapshot.len(), 4, "a snapshot without a whole generation");
+                assert_eq!(generations.len(), 1, "a mixed snapshot: {generations:?}");
+                seen.lock().unwrap().extend(generations);
+            }
+        })
+    };
+    for _ in 0..20 {
+        within(host.reload("m")).await.unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    reader
+        .join()
+        .expect("the reader saw only whole generations");
+    assert!(
+        seen.lock().unwrap().len() > 1,
+        "the reader saw more than one generation"
+    );
+    within(host.dispose()).await.unwrap();
+}
+
+/// Each failing step of a fresh generation: the error says the old one
+/// stays, its tools answer as before, nothing of it was cleaned up, and the
+/// fresh generation was rolled back.
+#[tokio::test]
+async fn a_failing_fresh_generation_leaves_the_old_one_live_and_untouched() {
+    type Case = (&'static str, Plan, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "factory",
+            Plan {
+                factory_fails: true,
+                ..Plan::default()
+            },
+            codes::EXTENSION_ACTIVATION_FAILED,
+        ),
+        (
+            "activate",
+            Plan {
+                tools: vec!["t"],
+                activate_fails: true,
+                ..Plan::default()
+            },
+            codes::EXTENSION_ACTIVATION_FAILED,
+        ),
+        (
+            "clash",
+            Plan {
+                tools: vec!["t", "taken"],
+                ..Plan::default()
+            },
+            codes::TOOL_DUPLICATE,
+        ),
+        (
+            "deadline",
+            Plan {
+                tools: vec!["t"],
+                hangs: true,
+                ..Plan::default()
+            },
+            codes::EXTENSION_TIMEOUT,
+        ),
+    ];
+    for (name, plan, cause) in cases {
+        let log = Log::default();
+        let (_d, host) = host_with(|o| o.with_activation_deadline(Duration::from_millis(100)));
+        let other = ExtensionDefinition::from_fn("other", |cx| async move {
+            cx.register_tool(
+                ToolDescriptor::new("taken", "held", json!({"type": "object"})),
+                |_: Value| async { Ok(json!("other")) },
+            )?;
+            Ok(())
+        });
+        let plan2 = plan.clone();
+        let m = Versioned::new("m", &log, move |n| {
+            if n == 1 {
+                Plan {
+                    tools: vec!["t"],
+                    ..Plan::default()
+                }
+            } else {
+                plan2.clone()
+            }
+        });
+        host.discover([other, m.definition()]).unwrap();
+        within(host.activate("other")).await.unwrap();
+        within(host.activate("m")).await.unwrap();
+        let before = api_names(&host);
+        let err = within(host.reload("m")).await.unwrap_err();
+        assert!(matches!(err, HostError::Reload(_)), "{name}: {err:?}");
+        assert_eq!(err.cause_code(), Some(cause), "{name}: {err}");
+        assert!(
+            err.to_string().contains("previous generation stays live"),
+            "{name}: {err}"
+        );
+        assert_eq!(api_names(&host), before, "{name}");
+        assert_eq!(host.status("m"), Some(Status::Active), "{name}");
+        assert_eq!(
+            within(host.call_tool("t", json!({}))).await.unwrap(),
+            json!({"generation": 1}),
+            "{name}"
+        );
+        let entries = log.entries();
+        assert!(
+            !entries.contains(&"g1:disposer".to_owned()),
+            "{name}: {entries:?}"
+        );
+        assert!(
+            !entries.contains(&"g1:dispose".to_owned()),
+            "{name}: {entries:?}"
+        );
+        if name != "factory" {
+            assert!(
+                entries.contains(&"g2:disposer".to_owned()),
+                "{name}: rolled back: {entries:?}"
+            );
+            assert!(
+                entries.contains(&"g2:dispose".to_owned()),
+                "{name}: rolled back: {entries:?}"
+            );
+        }
+        within(host.dispose()).await.unwrap();
+        assert!(
+            log.entries()
+                .ends_with(&["g1:disposer".to_owned(), "g1:dispose".to_owned()]),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_manifest_extensions_reload_keeps_its_declarations() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let m = Versioned::new("m", &log, |n| Plan {
+        tools: if n == 1 {
+            vec!["t"]
+        } else {
+            vec!["t", "extra"]
+        },
+        ..Plan::default()
+    });
+    let declared = vec![ToolDescriptor::new(
+        "t",
+        "generation 1",
+        json!({"type": "object"}),
+    )];
+    host.discover([m.definition().with_declared_tools(declared)])
+        .unwrap();
+    within(host.activate("m")).await.unwrap();
+    let err = within(host.reload("m")).await.unwrap_err();
+    assert_eq!(
+        err.cause_code(),
+        Some("undeclared_tool_registered"),
+        "{err}"
+    );
+    assert_eq!(host.tools().names(), ["m:t"]);
+    assert!(!host.tools().get("m:t").unwrap().dormant);
+    within(host.dispose()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_generations_calls_finish_before_its_cleanup() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let m = Versioned::new("m", &log, {
+        let gate = gate.clone();
+        move |n| Plan {
+            tools: vec!["t"],
+            gate: (n == 1).then(|| gate.clone()),
+            ..Plan::default()
+        }
+    });
+    host.discover([m.definition()]).unwrap();
+    within(host.activate("m")).await.unwrap();
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_tool("t", json!({})).await }
+    });
+    while log.count("g1:call") == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let reload = tokio::spawn({
+        let host = host.clone();
+        async move { host.reload("m").await }
+    });
+    // The fresh generation commits while the old call still runs; the old
+    // cleanup waits for it.
+    while host.tools().get("t").map(|t| t.description.to_string()) != Some("generation 2".into()) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(log.count("g1:disposer"), 0, "cleanup ran under a call");
+    gate.add_permits(1);
+    assert_eq!(
+        within(call).await.unwrap().unwrap(),
+        json!({"generation": 1})
+    );
+    within(reload).await.unwrap().unwrap();
+    assert_eq!(log.count("g1:disposer"), 1);
+    within(host.dispose()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_waits_behind_a_long_emit() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let hook_gate = gate.clone();
+    let hook_log = log.clone();
+    let slow = ExtensionDefinition::from_fn("slow", move |cx| {
+        let gate = hook_gate.clone();
+        let log = hook_log.clone();
+        async move {
+            cx.on_event(move |_| {
+                let gate = gate.clone();
+                let log = log.clone();
+                async move {
+                    log.push("hook:start");
+                    let _permit = gate.acquire().await;
+                    log.push("hook:end");
+                    Ok(())
+                }
+            })?;
+            Ok(())
+        }
+    });
+    let m = Versioned::new("m", &log, |_| Plan::default());
+    host.discover([slow, m.definition()]).unwrap();
+    within(host.activate("slow")).await.unwrap();
+    within(host.activate("m")).await.unwrap();
+    let emit = tokio::spawn({
+        let host = host.clone();
+        async move { host.emit(Event::new("e", json!({}))).await }
+    });
+    while log.count("hook:start") == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let reload = tokio::spawn({
+        let host = host.clone();
+        async move { host.reload("m").await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        log.count("g2:factory"),
+        0,
+        "the reload did not wait its turn"
+    );
+    gate.add_permits(1);
+    within(emit).await.unwrap().unwrap();
+    within(reload).await.unwrap().unwrap();
+    let entries = log.entries();
+    let end = entries.iter().position(|e| e == "hook:end").unwrap();
+    let factory = entries.iter().position(|e| e == "g2:factory").unwrap();
+    assert!(end < factory, "{entries:?}");
+    within(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn only_an_active_extension_reloads() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let idle = Versioned::new("idle", &log, |_| Plan::default());
+    let broken = Versioned::new("broken", &log, |_| Plan {
+        factory_fails: true,
+        ..Plan::default()
+    });
+    host.discover([idle.definition(), broken.definition()])
+        .unwrap();
+    assert_eq!(
+        within(host.reload("idle")).await.unwrap(),
+        Reload::NotActive {
+            status: Status::Discovered
+        }
+    );
+    within(host.activate("broken")).await.unwrap_err();
+    log.take();
+    assert_eq!(
+        within(host.reload("broken")).await.unwrap(),
+        Reload::NotActive {
+            status: Status::Failed
+        }
+    );
+    assert!(log.entries().is_empty(), "nothing ran");
+    let err = within(host.reload("ghost")).await.unwrap_err();
+    assert_eq!(err.code(), codes::EXTENSION_NOT_FOUND);
+    within(host.dispose()).await.unwrap();
+    let err = within(host.reload("idle")).await.unwrap_err();
+    assert_eq!(err.code(), codes::HOST_DISPOSED);
+}
+
+#[tokio::test]
+async fn a_dependencys_reload_leaves_its_dependents_active() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let base = Versioned::new("base", &log, |_| Plan::default());
+    let user = ExtensionDefinition::from_fn("user", |_cx| async { Ok(()) }).depends_on(["base"]);
+    host.discover([base.definition(), user]).unwrap();
+    within(host.activate("user")).await.unwrap();
+    within(host.reload("base")).await.unwrap();
+    assert_eq!(host.status("user"), Some(Status::Active));
+    assert_eq!(log.count("g2:activate"), 1);
+    log.take();
+    within(host.dispose()).await.unwrap();
+    assert_eq!(log.entries(), ["g2:disposer", "g2:dispose"]);
+}
