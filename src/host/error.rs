@@ -95,7 +95,7 @@ pub enum HostError {
         /// The extension asked for.
         id: String,
         /// The dependency's failure.
-        failure: ActivationFailure,
+        failure: Box<ActivationFailure>,
     },
     /// The activation was cancelled by shutdown before it started
     /// (`EXTENSION_ACTIVATION_CANCELLED`).
@@ -326,11 +326,10 @@ impl HostError {
         if let HostError::ToolFailed { code, .. } = self {
             return *code;
         }
-        let (HostError::Activation(failure)
-        | HostError::Reload(failure)
-        | HostError::DependencyFailed { failure, .. }) = self
-        else {
-            return None;
+        let failure = match self {
+            HostError::Activation(failure) | HostError::Reload(failure) => failure,
+            HostError::DependencyFailed { failure, .. } => &**failure,
+            _ => return None,
         };
         Some(match &failure.cause {
             FailureCause::Registry(e) => e.code(),

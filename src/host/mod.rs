@@ -588,7 +588,7 @@ impl ExtensionHost {
             OpOutcome::DependencyFailed { extension, failure } => {
                 Err(HostError::DependencyFailed {
                     id: extension,
-                    failure,
+                    failure: Box::new(failure),
                 })
             }
             OpOutcome::CancelledBeforeStart { extension } => {
