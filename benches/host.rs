@@ -1,5 +1,6 @@
 //! Host benchmarks (issue 3): the cost of activating the Nth extension stays
-//! flat as N grows, and `emit` stays close to a plain loop over the hooks.
+//! flat as N grows, and `emit` stays close to a plain loop over the hooks;
+//! (issue 11) reloading an extension costs about what activating it does.
 //!
 //! Run: `cargo bench --bench host`; the ratios are written into
 //! docs/performance.md.
@@ -32,6 +33,81 @@ impl Extension for FiveTools {
             Ok(())
         })
     }
+}
+
+/// An extension with `tools` tools named `<prefix>_t<i>`.
+struct ManyTools {
+    prefix: String,
+    tools: usize,
+}
+
+impl Extension for ManyTools {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for t in 0..self.tools {
+                let d =
+                    ToolDescriptor::new(format!("{}_t{t}", self.prefix), "bench tool", json!({}));
+                cx.register_tool(d, |_: Value| async { Ok(Value::Null) })
+                    .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+fn many_tools(id: String, tools: usize) -> ExtensionDefinition {
+    let prefix = id.clone();
+    ExtensionDefinition::new(id, move || {
+        Ok(ManyTools {
+            prefix: prefix.clone(),
+            tools,
+        })
+    })
+}
+
+/// A host with 10,000 live tools (200 extensions of 50) and `fifty`, an
+/// extension of 50 tools, discovered.
+fn host_with_10k_tools(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> ExtensionHost {
+    let host = new_host(dir);
+    host.discover((0..200).map(|i| many_tools(format!("bulk{i}"), 50)))
+        .unwrap();
+    host.discover([many_tools("fifty".into(), 50)]).unwrap();
+    rt.block_on(async {
+        for i in 0..200 {
+            host.activate(&format!("bulk{i}")).await.unwrap();
+        }
+    });
+    host
+}
+
+/// Reload (H-12) of an extension with 50 tools among 10,000 live tools,
+/// against activating the same extension on the same host.
+fn reload_among_many(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("fifty_among_10k");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("activate", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let host = host_with_10k_tools(&rt, dir.path());
+                let start = Instant::now();
+                rt.block_on(host.activate("fifty")).unwrap();
+                total += start.elapsed();
+                rt.block_on(host.dispose()).unwrap();
+            }
+            total
+        });
+    });
+    let host = host_with_10k_tools(&rt, dir.path());
+    rt.block_on(host.activate("fifty")).unwrap();
+    group.bench_function("reload", |b| {
+        b.iter(|| rt.block_on(host.reload(black_box("fifty"))).unwrap());
+    });
+    rt.block_on(host.dispose()).unwrap();
+    group.finish();
 }
 
 struct Hooks(usize, Arc<AtomicU64>);
@@ -158,5 +234,10 @@ fn emit_to_hooks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, activation_of_the_nth, emit_to_hooks);
+criterion_group!(
+    benches,
+    activation_of_the_nth,
+    emit_to_hooks,
+    reload_among_many
+);
 criterion_main!(benches);

@@ -90,23 +90,6 @@ pub mod codes {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::codes;
-
-    #[test]
-    fn every_code_is_its_own_name_and_unique() {
-        assert_eq!(codes::ALL.len(), 34);
-        let mut seen = std::collections::BTreeSet::new();
-        for code in codes::ALL {
-            assert!(seen.insert(*code), "{code} listed twice");
-            let allowed = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_';
-            assert!(code.bytes().all(allowed), "{code}");
-        }
-        assert_eq!(codes::HOST_DISPOSED, "HOST_DISPOSED");
-    }
-}
-
 /// Declares a closed enum of stable reason codes, its `as_str` /
 /// `from_code` conversions and a constant slice listing every code.
 macro_rules! reason_enum {
@@ -155,3 +138,20 @@ macro_rules! reason_enum {
     };
 }
 pub(crate) use reason_enum;
+
+#[cfg(test)]
+mod tests {
+    use super::codes;
+
+    #[test]
+    fn every_code_is_its_own_name_and_unique() {
+        assert_eq!(codes::ALL.len(), 34);
+        let mut seen = std::collections::BTreeSet::new();
+        for code in codes::ALL {
+            assert!(seen.insert(*code), "{code} listed twice");
+            let allowed = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_';
+            assert!(code.bytes().all(allowed), "{code}");
+        }
+        assert_eq!(codes::HOST_DISPOSED, "HOST_DISPOSED");
+    }
+}

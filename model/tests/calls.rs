@@ -7,7 +7,7 @@
 use exthost::core::{
     Awaiting, CallRefused, CallVerdict, CleanupKind, Effect, Mutant, OpKind, OpOutcome,
 };
-use exthost_model::model::{Action, Awaited, Reg};
+use exthost_model::model::{Action, Awaited, Reg, Reply};
 use exthost_model::properties::{self, INVARIANTS, PROTOCOL};
 use exthost_model::state::Note;
 use exthost_model::{Bounds, HostModel, State};
@@ -44,18 +44,29 @@ fn take(
     what: &str,
     pick: impl Fn(&Action) -> bool,
 ) -> (Vec<Effect>, State) {
+    let (_, effects, next) = take_reply(model, s, what, pick);
+    (effects, next)
+}
+
+/// [`take`], with the core's typed reply too.
+fn take_reply(
+    model: &HostModel,
+    s: &State,
+    what: &str,
+    pick: impl Fn(&Action) -> bool,
+) -> (Reply, Vec<Effect>, State) {
     let mut offered = Vec::new();
     model.actions(s, &mut offered);
     let action = offered
         .into_iter()
         .find(|a| pick(a))
         .unwrap_or_else(|| panic!("{what} is not offered in\n{s:?}"));
-    let effects = match model.input(&action) {
-        Some(input) => s.core.clone().apply(input).expect("the core accepts it"),
-        None => Vec::new(),
+    let (reply, effects) = match model.perform(&mut s.core.clone(), &action) {
+        Some(performed) => performed.expect("the core accepts it"),
+        None => (Reply::None, Vec::new()),
     };
     let next = model.next_state(s, action).expect("a step");
-    (effects, next)
+    (reply, effects, next)
 }
 
 fn offered(model: &HostModel, s: &State, pick: impl Fn(&Action) -> bool) -> bool {
@@ -127,15 +138,16 @@ fn up_to_the_wait(model: &HostModel) -> State {
     let (_, s) = take(model, &s, "dispose", |a| {
         matches!(a, Action::Request(OpKind::Dispose))
     });
-    let (effects, s) = take(
+    let (reply, effects, s) = take_reply(
         model,
         &s,
         "a call of x",
         |a| matches!(a, Action::CallStart { tool, .. } if tool == "x"),
     );
-    let [Effect::CallAdmitted(Ok(admitted))] = effects.as_slice() else {
-        panic!("{effects:?}")
+    let Reply::Call(Ok(admitted)) = reply else {
+        panic!("{reply:?}")
     };
+    assert!(effects.is_empty());
     assert_eq!(s.env.calls.len(), 1);
     assert_eq!(s.env.calls[0].call, admitted.call);
     assert_eq!(s.env.calls[0].ext, "a");
@@ -187,17 +199,15 @@ fn shutdown_waits_for_a_call_before_the_first_cleanup_step() {
     let model = HostModel::new(bounds());
     let s = up_to_the_wait(&model);
     let call = s.env.calls[0].call;
-    let (effects, s) = take(
+    let (reply, effects, s) = take_reply(
         &model,
         &s,
         "the call finishes",
         |a| matches!(a, Action::CallFinish { call: c, deadline_passed: false, .. } if *c == call),
     );
+    assert_eq!(reply, Reply::CallEnded(CallVerdict::Delivered));
     match effects.as_slice() {
-        [
-            Effect::CallEnded(CallVerdict::Delivered),
-            Effect::RunCleanup { step, .. },
-        ] => {
+        [Effect::RunCleanup { step, .. }] => {
             assert_eq!(step.extension, "a");
             assert!(matches!(step.kind, CleanupKind::Disposer { index: 0, .. }));
         }
@@ -208,13 +218,11 @@ fn shutdown_waits_for_a_call_before_the_first_cleanup_step() {
     assert_invariants(&model, &s);
     let s = finish_shutdown(&model, s);
     // After the shutdown a call of the tool that was live is refused.
-    let (effects, s) = take(&model, &s, "a call after the shutdown", |a| {
+    let (reply, effects, s) = take_reply(&model, &s, "a call after the shutdown", |a| {
         matches!(a, Action::CallStart { .. })
     });
-    assert_eq!(
-        effects,
-        [Effect::CallAdmitted(Err(CallRefused::HostDisposed))]
-    );
+    assert_eq!(reply, Reply::Call(Err(CallRefused::HostDisposed)));
+    assert!(effects.is_empty());
     assert_eq!(s.env.note, Some(Note::CallRefusedAfterShutdown));
     assert_invariants(&model, &s);
 }
@@ -249,13 +257,14 @@ fn shutdown_abandons_a_call_that_outlives_its_deadline() {
     assert_invariants(&model, &s);
     // The abandoned call reports late: its result is discarded, and the
     // cleanup step it raced with is still the one awaited.
-    let (effects, s) = take(
+    let (reply, effects, s) = take_reply(
         &model,
         &s,
         "the abandoned call reports",
         |a| matches!(a, Action::CallFinish { call: c, .. } if *c == call),
     );
-    assert_eq!(effects, [Effect::CallEnded(CallVerdict::Discarded)]);
+    assert_eq!(reply, Reply::CallEnded(CallVerdict::Discarded));
+    assert!(effects.is_empty());
     assert_eq!(s.env.note, Some(Note::AbandonedCallDiscarded));
     assert!(matches!(s.core.awaiting(), Some(Awaiting::Cleanup(..))));
     assert_invariants(&model, &s);

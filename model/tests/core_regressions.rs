@@ -22,13 +22,21 @@ fn apply(core: &mut HostCore, input: Input) -> Vec<Effect> {
     core.apply(input).expect("a valid input")
 }
 
+fn discover(core: &mut HostCore, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
+    core.discover(batch).reply
+}
+
+fn request_activation(core: &mut HostCore) -> OpId {
+    match core.request(OpKind::Activate("a".into())).reply {
+        Requested::Enqueued(op) => op,
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Activates plain extension `a`, which registers `tool`; returns the
 /// activation's outcome.
 fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
-    let op = match apply(core, Input::Request(OpKind::Activate("a".into()))).as_slice() {
-        [Effect::Enqueued(op)] => *op,
-        other => panic!("{other:?}"),
-    };
+    let op = request_activation(core);
     let context = match apply(core, Input::Begin(op)).as_slice() {
         [Effect::CallFactory { context, .. }] => *context,
         other => panic!("{other:?}"),
@@ -40,13 +48,9 @@ fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
             result: Ok(()),
         },
     );
-    apply(
-        core,
-        Input::Register {
-            context,
-            registration: Registration::Tool(spec(tool)),
-        },
-    );
+    core.register(context, Registration::Tool(spec(tool)))
+        .reply
+        .expect("the context is open");
     let mut effects = apply(
         core,
         Input::ActivateReturned {
@@ -73,7 +77,7 @@ fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
 #[test]
 fn a_plain_extension_cannot_take_a_namespaced_tool_name() {
     let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
-    apply(&mut core, Input::Discover(vec![DefinitionMeta::plain("a")]));
+    discover(&mut core, vec![DefinitionMeta::plain("a")]).unwrap();
     let outcome = activate_registering(&mut core, "m:x");
     let OpOutcome::ActivationFailed(failure) = outcome else {
         panic!("the activation must fail, got {outcome:?}")
@@ -84,7 +88,7 @@ fn a_plain_extension_cannot_take_a_namespaced_tool_name() {
     assert_eq!(error.code(), "TOOL_NAME_INVALID");
     assert_eq!(core.registry().names(), ["base"]);
 
-    apply(&mut core, Input::Discover(vec![manifest()]));
+    discover(&mut core, vec![manifest()]).unwrap();
     let dormant = core.registry().get("m:x").expect("m's dormant descriptor");
     assert_eq!(dormant.binding, Binding::Dormant);
     assert_eq!(dormant.owner, Owner::Extension("m".into()));
@@ -93,7 +97,7 @@ fn a_plain_extension_cannot_take_a_namespaced_tool_name() {
 #[test]
 fn a_plain_extension_keeps_plain_names() {
     let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
-    apply(&mut core, Input::Discover(vec![DefinitionMeta::plain("a")]));
+    discover(&mut core, vec![DefinitionMeta::plain("a")]).unwrap();
     let outcome = activate_registering(&mut core, "m_x");
     assert_eq!(
         outcome,
@@ -110,17 +114,14 @@ fn a_plain_extension_keeps_plain_names() {
 #[test]
 fn discovery_refuses_a_descriptor_whose_name_is_live() {
     let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
-    let effects = apply(&mut core, Input::Discover(vec![manifest()]));
-    match effects.as_slice() {
-        [
-            Effect::Discovered(Err(DiscoveryError::InvalidDeclaration {
-                id,
-                reason: RegistryError::Duplicate { name, holder },
-            })),
-        ] => {
+    match discover(&mut core, vec![manifest()]) {
+        Err(DiscoveryError::InvalidDeclaration {
+            id,
+            reason: RegistryError::Duplicate { name, holder },
+        }) => {
             assert_eq!(id, "m");
             assert_eq!(name, "m:x");
-            assert_eq!(*holder, Owner::Base);
+            assert_eq!(holder, Owner::Base);
         }
         other => panic!("{other:?}"),
     }
@@ -132,11 +133,8 @@ fn discovery_refuses_a_descriptor_whose_name_is_live() {
 /// Begins an activation of plain `a` and returns its operation and context
 /// (the core then awaits the factory).
 fn begin_activation(core: &mut HostCore) -> (OpId, ContextId) {
-    apply(core, Input::Discover(vec![DefinitionMeta::plain("a")]));
-    let op = match apply(core, Input::Request(OpKind::Activate("a".into()))).as_slice() {
-        [Effect::Enqueued(op)] => *op,
-        other => panic!("{other:?}"),
-    };
+    discover(core, vec![DefinitionMeta::plain("a")]).unwrap();
+    let op = request_activation(core);
     match apply(core, Input::Begin(op)).as_slice() {
         [Effect::CallFactory { context, .. }] => (op, *context),
         other => panic!("{other:?}"),

@@ -2,7 +2,7 @@
 //!
 //! Architecture invariant: this module depends on nothing. The probes that
 //! act on these names are one statement each at their sites (in
-//! [`super::machine`] and [`super::registry`]), and their bodies live in
+//! `machine/` and `registry.rs`), and their bodies live in
 //! `machine/probes.rs`; without the `mutants` feature every probe is `false`,
 //! so the checked code is the shipped code whenever no mutant is set.
 

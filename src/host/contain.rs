@@ -1,5 +1,8 @@
 //! H-7 and H-8: the reentrancy marker and panic containment around every
 //! piece of extension code the host runs.
+//!
+//! Architecture invariant: depends only on `code.rs` within `host/`; the
+//! shell, the drivers and the context use it, never the reverse.
 
 use std::any::Any;
 use std::future::Future;
@@ -7,7 +10,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::extension::{BoxFuture, ExtensionError};
+use serde_json::Value;
+
+use super::code::{BoxFuture, ExtensionError, Tool};
 use crate::core::Failure;
 
 tokio::task_local! {
@@ -162,4 +167,14 @@ pub(crate) async fn contain<'a, T: 'a>(
     let future = catch_unwind(AssertUnwindSafe(make))
         .map_err(|payload| Failure::panic(panic_message(payload)))?;
     CatchUnwind::new(future).await
+}
+
+/// Tool data behind [`Contained`]: its `Drop` cannot unwind into the host.
+impl<T: Tool> Tool for Contained<T> {
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
+        match self.get() {
+            Some(t) => t.call(input),
+            None => Box::pin(async { Err(ExtensionError::new("the tool is gone")) }),
+        }
+    }
 }

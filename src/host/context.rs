@@ -1,21 +1,25 @@
 //! The activation context (H-6): exactly five capabilities.
+//!
+//! Architecture invariants:
+//! - Depends on `code.rs`, `contain.rs`, `error.rs` and `shell.rs` (it
+//!   registers through a weak handle to the shell, never keeping the host
+//!   alive). This and `extension.rs` -> `context.rs` -> `shell.rs` ->
+//!   `extension.rs` is the one import circle left in `host/`: the
+//!   [`Extension`](super::Extension) trait takes this context, the context
+//!   reaches the shell, and the shell keeps extension instances.
+//! - It does not depend on `extension.rs`, `manifests.rs` or the drivers.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
 use tokio_util::sync::CancellationToken;
 
+use super::code::{DisposerFn, Event, ExtensionError, HookFn, Tool, ToolDescriptor};
 use super::contain::Contained;
 use super::error::HostError;
-use super::extension::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
 use super::shell::{Inner, Shell};
 use crate::core::{ContextId, Registered, Registration};
 use crate::resources::ResourceLoader;
-
-pub(crate) type HookFn =
-    Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
-pub(crate) type DisposerFn =
-    Box<dyn FnOnce() -> BoxFuture<'static, Result<(), ExtensionError>> + Send>;
 
 /// What an extension's `activate` receives: the trusted resource loader, a
 /// cancellation signal, and three ways to register (tool, hook, disposer).

@@ -22,10 +22,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::ActivationContext;
+use super::code::{Event, HookFn};
 use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
-use super::context::HookFn;
-use super::extension::Event;
+use super::context::ActivationContext;
 use super::shell::{Deadlines, Inner};
 use super::trace::CodeRun;
 use crate::core::{

@@ -1,5 +1,11 @@
 //! The host's errors: plain, cloneable data with stable codes.
+//!
+//! Architecture invariant: depends only on `code.rs` within `host/` (and on
+//! the core's outcome types); every other module of `host/` may use it.
 
+use std::path::PathBuf;
+
+use super::code::ExtensionError;
 use crate::core::{
     ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
 };
@@ -171,7 +177,7 @@ pub enum HostError {
     /// every failing file is listed with its reason code.
     ManifestDiscovery {
         /// Every failing file.
-        failures: Vec<super::manifests::ManifestFileFailure>,
+        failures: Vec<ManifestFileFailure>,
     },
 }
 
@@ -418,3 +424,26 @@ fn describe_activation(failure: &ActivationFailure) -> String {
 
 /// The hook diagnostics of one `emit` (H-10).
 pub type Diagnostics = Vec<HookDiagnostic>;
+
+/// A host error inside extension code (a refused registration, a tool
+/// call) becomes the extension's error, with the code in its message.
+impl From<HostError> for ExtensionError {
+    fn from(error: HostError) -> Self {
+        Self::coded(error.code(), error.to_string())
+    }
+}
+
+/// One manifest file that could not become an extension.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ManifestFileFailure {
+    /// The manifest file (or folder entry) concerned.
+    pub file: Option<PathBuf>,
+    /// The extension id, when known.
+    pub extension_id: Option<String>,
+    /// A stable reason code: one of the manifest module's
+    /// `REASON_CODES`, or `no_in_process_factory`, or (only when the crate
+    /// is built without its `process` feature) `process_runtime_unsupported`.
+    pub reason: &'static str,
+    /// What is wrong.
+    pub message: String,
+}

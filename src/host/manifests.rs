@@ -1,13 +1,18 @@
 //! Manifests in the host (docs/spec.md section 4): discovery from a folder, hook
 //! and eager triggers, dormant tools, and the grant that a declaration
 //! mismatch revokes.
+//!
+//! Architecture invariant: depends on `code.rs`, `error.rs` and
+//! `extension.rs` within `host/`; nothing below it (errors, context,
+//! extension definitions) depends on it; only the shell and `mod.rs` do.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::error::HostError;
-use super::extension::{Extension, ExtensionDefinition, ExtensionError, Factory, ToolDescriptor};
+use super::code::{ExtensionError, ToolDescriptor};
+use super::error::{HostError, ManifestFileFailure};
+use super::extension::{Extension, ExtensionDefinition, Factory};
 use crate::manifest::{Classification, Manifest, Notice, Runtime, Trigger, load_manifest_dir};
 
 /// Factories for in-process manifest extensions, by extension id. A
@@ -41,21 +46,6 @@ impl InProcessFactories {
         self.factories.insert(id, definition.factory);
         self
     }
-}
-
-/// One manifest file that could not become an extension.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ManifestFileFailure {
-    /// The manifest file (or folder entry) concerned.
-    pub file: Option<PathBuf>,
-    /// The extension id, when known.
-    pub extension_id: Option<String>,
-    /// A stable reason code: one of the manifest module's
-    /// `REASON_CODES`, or `no_in_process_factory`, or (only when the crate
-    /// is built without its `process` feature) `process_runtime_unsupported`.
-    pub reason: &'static str,
-    /// What is wrong.
-    pub message: String,
 }
 
 /// What a successful folder discovery found.

@@ -8,8 +8,21 @@
 //! fails at once (H-7). Operations are serialized by a [`SerialQueue`]
 //! (H-3); once an operation starts it runs in its own task, so dropping the
 //! caller's future never leaves partial state.
+//!
+//! Architecture invariants:
+//! - This file is the public API only: options, reports and
+//!   [`ExtensionHost`]'s methods, each a thin call into the machinery.
+//! - Layers, bottom to top: `code` (what extension code is) and `trace`;
+//!   `error`, `contain`, `snapshot`; `context`, `extension`, `manifests`;
+//!   `shell` (state and the core's commands); `drive`, `calls`, `submit`
+//!   (running operations and tool calls). A module uses only layers below
+//!   it, except the one circle `extension` -> `context` -> `shell` ->
+//!   `extension` that the extension trait's signature forces.
+//! - Every decision a caller can observe is the core's ([`crate::core`]);
+//!   the shell routes commands and runs extension code.
 
 mod calls;
+mod code;
 mod contain;
 mod context;
 mod deadlines;
@@ -19,39 +32,33 @@ mod extension;
 mod manifests;
 mod shell;
 mod snapshot;
+mod submit;
 mod trace;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
-use tokio::sync::{Notify, oneshot, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
 pub use calls::current_call_cancellation;
+pub use code::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
 pub use context::ActivationContext;
-pub use error::{Diagnostics, HostError};
-pub use extension::{
-    BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError, Tool, ToolDescriptor,
-};
-pub use manifests::{
-    DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestFileFailure,
-};
+pub use error::{Diagnostics, HostError, ManifestFileFailure};
+pub use extension::{Extension, ExtensionDefinition};
+pub use manifests::{DiscoveredManifest, InProcessFactories, ManifestDiscovery};
 pub use snapshot::{ToolInfo, ToolSnapshot};
 pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent, TriggerTrace};
 
 use contain::under_queue_of;
-use drive::Driver;
 use shell::{Deadlines, Inner, Shell};
 use trace::caused_by;
 use tracing::Instrument;
 
 use crate::core::{
-    Binding, HookDiagnostic, HostCore, OpId, OpKind, OpOutcome, Owner, Requested, Status,
-    StepFailure,
+    Binding, HookDiagnostic, HostCore, OpKind, OpOutcome, Owner, Status, StepFailure,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -291,33 +298,6 @@ impl std::fmt::Debug for ExtensionHost {
     }
 }
 
-/// Withdraws a queued operation when its caller's future is dropped before
-/// the operation began (H-3). Under the shell lock it either finds the
-/// operation still queued, withdraws it from the core and tells its task to
-/// give the ticket back, or finds it begun and leaves it to finish.
-struct WithdrawOnDrop {
-    inner: Arc<Inner>,
-    op: OpId,
-    withdrawn: CancellationToken,
-    armed: bool,
-}
-
-impl Drop for WithdrawOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let mut shell = self.inner.lock();
-        if shell.core.is_queued(self.op) {
-            let _ = shell.withdraw(self.op);
-            shell.withdrawn.insert(self.op);
-            let settler = shell.settlers.remove(&self.op);
-            shell.bury(settler);
-            self.withdrawn.cancel();
-        }
-    }
-}
-
 impl ExtensionHost {
     /// A host with these options. Fails when a base tool's name is invalid
     /// (`TOOL_NAME_INVALID`) or repeated (`TOOL_DUPLICATE`).
@@ -332,31 +312,7 @@ impl ExtensionHost {
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
             tools.insert_mut(r, Arc::new(snapshot::ToolHandler { descriptor, tool }));
         }
-        let shell = Shell {
-            core,
-            factories: HashMap::new(),
-            instances: HashMap::new(),
-            tokens: HashMap::new(),
-            tools,
-            declared: RedBlackTreeMapSync::new_sync(),
-            hooks: HashMap::default(),
-            disposers: HashMap::new(),
-            publish_pending: false,
-            withdrawn: HashSet::new(),
-            event_triggers: HashMap::new(),
-            eager: Vec::new(),
-            revoked: HashSet::new(),
-            overrides: HashMap::new(),
-            generation: 0,
-            hook_handlers: None,
-            settlers: HashMap::new(),
-            disposed: watch::Sender::new(None),
-            calls: HashMap::new(),
-            handed_off: HashMap::new(),
-            graveyard: Vec::new(),
-            deliveries: Vec::new(),
-            recorder: options.recorder.clone(),
-        };
+        let shell = Shell::new(core, tools, options.recorder.clone());
         let published = Published::new(shell.snapshot());
         Ok(Self {
             inner: Arc::new(Inner {
@@ -395,94 +351,11 @@ impl ExtensionHost {
         let mut shell = self.inner.lock();
         match trace::sync_caused_by(PublicCall::Discover, || shell.discover(metas)) {
             Ok(()) => {
-                if let Some(recorder) = &shell.recorder {
-                    recorder.note(TraceEvent::Triggers(
-                        definitions
-                            .iter()
-                            .map(|def| TriggerTrace {
-                                id: def.id.clone(),
-                                events: manifests::trigger_events(&def.triggers),
-                                eager: manifests::is_eager(&def.triggers),
-                            })
-                            .collect(),
-                    ));
-                }
-                for def in &definitions {
-                    for event in manifests::trigger_events(&def.triggers) {
-                        let ids = shell.event_triggers.entry(event).or_default();
-                        if !ids.contains(&def.id) {
-                            ids.push(def.id.clone());
-                        }
-                    }
-                    if manifests::is_eager(&def.triggers) {
-                        shell.eager.push(def.id.clone());
-                    }
-                }
-                tracing::info!(extensions = definitions.len(), "discovered");
-                for def in definitions {
-                    for d in def.declared_tools.iter().flatten() {
-                        let name = crate::core::namespaced_tool_name(&def.id, &d.name);
-                        shell.declared.insert_mut(name, Arc::new(d.clone()));
-                    }
-                    if !def.deadlines.is_empty() {
-                        shell.overrides.insert(def.id.clone(), def.deadlines);
-                    }
-                    shell.factories.insert(def.id, def.factory);
-                }
+                shell.note_discovered(definitions);
                 Ok(())
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// Runs a queued operation to its outcome.
-    async fn run(
-        &self,
-        kind: OpKind,
-        event: Option<Arc<Event>>,
-        operation: &'static str,
-    ) -> Result<OpOutcome, HostError> {
-        self.refuse_reentrant(operation)?;
-        let lost = || HostError::TaskLost { operation };
-        let (op, ticket, outcome) = {
-            let mut shell = self.inner.lock();
-            let op = match shell.request(kind) {
-                Requested::Enqueued(op) => op,
-                Requested::Rejected(_) => return Err(HostError::Disposed),
-                Requested::JoinDispose(_) => return Err(lost()),
-            };
-            let Ok(ticket) = self.inner.queue.enqueue() else {
-                // The queue closes only together with the core: this is
-                // unreachable unless the shell has a bug; take the request
-                // back so the core does not wait for it.
-                let _ = shell.withdraw(op);
-                return Err(HostError::Disposed);
-            };
-            let (settler, outcome) = oneshot::channel();
-            shell.settlers.insert(op, settler);
-            (op, ticket, outcome)
-        };
-        // The operation waits for its turn in its own task, so the queue
-        // never depends on how (or whether) the caller polls.
-        let withdrawn = CancellationToken::new();
-        Driver::spawn(
-            self.inner.clone(),
-            op,
-            event,
-            ticket,
-            Some(withdrawn.clone()),
-        );
-        let mut guard = WithdrawOnDrop {
-            inner: self.inner.clone(),
-            op,
-            withdrawn,
-            armed: true,
-        };
-        let result = outcome.await;
-        guard.armed = false;
-        // The settler is dropped unsent only when the task running the
-        // operation was lost with no way to finish it.
-        result.map_err(|_| lost())
     }
 
     /// Activates an extension (H-4): factory, `activate`, then one commit of
@@ -753,27 +626,18 @@ impl ExtensionHost {
 
     async fn dispose_inner(&self) -> Result<(), HostError> {
         self.refuse_reentrant("dispose")?;
-        let lost = || HostError::TaskLost {
-            operation: "dispose",
-        };
-        let mut outcome = {
-            let mut shell = self.inner.lock();
-            let outcome = shell.disposed.subscribe();
-            match shell.request(OpKind::Dispose) {
-                Requested::Enqueued(op) => {
-                    let ticket = self.inner.queue.enqueue_and_close().map_err(|_| lost())?;
-                    Driver::spawn(self.inner.clone(), op, None, ticket, None);
-                }
-                Requested::JoinDispose(_) => {}
-                Requested::Rejected(_) => return Err(lost()),
-            }
-            outcome
-        };
-        let settled = outcome
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| lost())?;
-        settled.clone().unwrap_or_else(|| Err(lost()))
+        submit::dispose(&self.inner).await
+    }
+
+    /// Runs a queued operation to its outcome.
+    async fn run(
+        &self,
+        kind: OpKind,
+        event: Option<Arc<Event>>,
+        operation: &'static str,
+    ) -> Result<OpOutcome, HostError> {
+        self.refuse_reentrant(operation)?;
+        submit::run(&self.inner, kind, event, operation).await
     }
 
     /// A detached, immutable snapshot of the live tools (H-9).

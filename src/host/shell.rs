@@ -22,12 +22,13 @@ use rpds::{RedBlackTreeMapSync, VectorSync};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::code::{DisposerFn, HookFn, Tool, ToolDescriptor};
 use super::contain::drop_contained;
-use super::context::{DisposerFn, HookFn};
 use super::error::HostError;
-use super::extension::{Extension, Factory, Tool, ToolDescriptor};
+use super::extension::{Extension, ExtensionDefinition, Factory};
+use super::manifests;
 use super::snapshot::{ToolHandler, ToolSnapshot};
-use super::trace::{CoreCall, Recorder};
+use super::trace::{CoreCall, Recorder, TraceEvent, TriggerTrace};
 use crate::core::{
     AdmittedCall, CallId, CallRefused, CallVerdict, ContextId, DefinitionMeta, DiscoveryError,
     DisposerRef, Effect, FailureCause, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
@@ -140,6 +141,79 @@ pub(crate) struct Shell {
 }
 
 impl Shell {
+    /// A shell around `core`, with the base tools' handlers.
+    pub fn new(
+        core: HostCore,
+        tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Self {
+        Shell {
+            core,
+            factories: HashMap::new(),
+            instances: HashMap::new(),
+            tokens: HashMap::new(),
+            tools,
+            declared: RedBlackTreeMapSync::new_sync(),
+            hooks: HashMap::default(),
+            disposers: HashMap::new(),
+            publish_pending: false,
+            withdrawn: HashSet::new(),
+            event_triggers: HashMap::new(),
+            eager: Vec::new(),
+            revoked: HashSet::new(),
+            overrides: HashMap::new(),
+            generation: 0,
+            hook_handlers: None,
+            settlers: HashMap::new(),
+            disposed: watch::Sender::new(None),
+            calls: HashMap::new(),
+            handed_off: HashMap::new(),
+            graveyard: Vec::new(),
+            deliveries: Vec::new(),
+            recorder,
+        }
+    }
+
+    /// Keeps what the core does not know of a batch it accepted: the
+    /// factories, the triggers (M-3), the declared descriptors (M-4) and
+    /// the call deadlines.
+    pub fn note_discovered(&mut self, definitions: Vec<ExtensionDefinition>) {
+        if let Some(recorder) = &self.recorder {
+            recorder.note(TraceEvent::Triggers(
+                definitions
+                    .iter()
+                    .map(|def| TriggerTrace {
+                        id: def.id.clone(),
+                        events: manifests::trigger_events(&def.triggers),
+                        eager: manifests::is_eager(&def.triggers),
+                    })
+                    .collect(),
+            ));
+        }
+        for def in &definitions {
+            for event in manifests::trigger_events(&def.triggers) {
+                let ids = self.event_triggers.entry(event).or_default();
+                if !ids.contains(&def.id) {
+                    ids.push(def.id.clone());
+                }
+            }
+            if manifests::is_eager(&def.triggers) {
+                self.eager.push(def.id.clone());
+            }
+        }
+        tracing::info!(extensions = definitions.len(), "discovered");
+        for def in definitions {
+            for d in def.declared_tools.iter().flatten() {
+                let name = crate::core::namespaced_tool_name(&def.id, &d.name);
+                self.declared.insert_mut(name, Arc::new(d.clone()));
+            }
+            if !def.deadlines.is_empty() {
+                self.overrides.insert(def.id.clone(), def.deadlines);
+            }
+            self.factories.insert(def.id, def.factory);
+        }
+    }
+
     /// Records a call into the core, when recording.
     fn record(&self, call: impl FnOnce() -> CoreCall) {
         if let Some(recorder) = &self.recorder {

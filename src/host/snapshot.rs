@@ -1,11 +1,14 @@
 //! H-9: detached, immutable snapshots of the live tools.
+//!
+//! Architecture invariant: depends only on `code.rs` within `host/`; a
+//! snapshot holds no lock and reaches no shell state.
 
 use std::sync::Arc;
 
 use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 
-use super::extension::{Tool, ToolDescriptor};
+use super::code::{Tool, ToolDescriptor};
 use crate::core::{Binding, Owner, RegistryEntry, ToolRef, ToolRegistry};
 
 /// A registered tool's descriptor and handler.

@@ -6,6 +6,8 @@
 //! caused each request, and every piece of extension code it actually ran.
 //! Recording is off unless a test turns it on with
 //! [`super::HostOptions::with_recorder`]; then it costs one lock per event.
+//!
+//! Architecture invariant: depends on no other module of `host/`.
 
 use std::sync::{Arc, Mutex};
 

@@ -182,10 +182,8 @@ impl HostCore {
         registration: Registration,
     ) -> Answer<Result<Registered, ContextClosed>> {
         let Some(mut a) = self.take_activation(context, ActivationStep::Activate) else {
-            if self.mutant(Mutant::NoContextClosedCheck) {
-                return self.probe_late_registration(context, registration);
-            }
-            return Answer::reply(Err(ContextClosed));
+            let late = self.probe_late_registration(context, registration);
+            return late.unwrap_or(Answer::reply(Err(ContextClosed)));
         };
         let mut effects = Vec::new();
         let handle = match registration {

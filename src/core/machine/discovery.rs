@@ -11,7 +11,7 @@ use crate::core::dependencies::find_cycle;
 use crate::core::lifecycle::{DefinitionMeta, Extension, ExtensionSlot};
 use crate::core::outcome::DiscoveryError;
 use crate::core::protocol::{Answer, Effect};
-use crate::core::registry::{Binding, Owner, RegistryError, ToolRegistry};
+use crate::core::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 use crate::id::validate_id_segment;
 
 use super::state::{HostCore, Phase};
@@ -98,7 +98,7 @@ impl HostCore {
 
 /// The dormant descriptors of a definition, under their runtime names: one
 /// per declared tool of a manifest extension (M-4), none otherwise.
-fn dormant_specs(meta: &DefinitionMeta) -> impl Iterator<Item = crate::core::ToolSpec> + '_ {
+fn dormant_specs(meta: &DefinitionMeta) -> impl Iterator<Item = ToolSpec> + '_ {
     let declared = if meta.namespaced {
         meta.declared_tools.as_deref().unwrap_or_default()
     } else {

@@ -21,9 +21,7 @@ impl HostCore {
         self.registry.clear();
         self.hooks = VectorSync::new_sync();
         let mut order: Vec<&String> = self.activation_order.iter().rev().collect();
-        if self.mutant(Mutant::ForwardShutdown) {
-            order.reverse();
-        }
+        self.probe_forward_shutdown(&mut order);
         let mut steps = Vec::new();
         for id in order {
             if let ExtensionSlot::Active(active) = &self.exts[self.index[id]] {

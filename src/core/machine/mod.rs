@@ -32,6 +32,7 @@ pub use declarations::{
 pub use state::{HostCore, Phase};
 
 use crate::core::ids::OpId;
+use crate::core::lifecycle::Cancellation;
 use crate::core::outcome::Failure;
 use crate::core::protocol::{Awaiting, Effect, Input, ProtocolError};
 use crate::error::codes;
@@ -103,7 +104,7 @@ impl HostCore {
                 if a.cancelled.is_some() {
                     return Ok(Vec::new());
                 }
-                a.cancelled = Some(crate::core::Cancellation::Deadline);
+                a.cancelled = Some(Cancellation::Deadline);
                 Ok(vec![Effect::Cancel { context }])
             }
             Some(Awaiting::Cleanup(..)) => self.cleanup_finished(

@@ -9,7 +9,7 @@
 //! - Probes build on `state.rs` only; no operation file depends on another
 //!   through them.
 
-use crate::core::ids::ContextId;
+use crate::core::ids::{ContextId, OpId, ToolRef};
 use crate::core::lifecycle::{Cancellation, Contribution, DefinitionMeta, ExtensionSlot};
 #[cfg(feature = "mutants")]
 use crate::core::mutant::Mutant as M;
@@ -17,7 +17,6 @@ use crate::core::mutant::Mutant;
 use crate::core::outcome::LiveHook;
 use crate::core::protocol::{Answer, ContextClosed, Effect, Registered, Registration};
 use crate::core::registry::{Binding, Owner, ToolRegistry, ToolSpec};
-use crate::core::{OpId, ToolRef};
 
 use super::state::HostCore;
 
@@ -177,18 +176,22 @@ impl HostCore {
     }
 
     /// `NoContextClosedCheck`: a registration through the context of an
-    /// active extension is accepted, and goes live at once.
+    /// active extension is accepted, and goes live at once. `None` (the
+    /// refusal stands) unless the mutant is set.
     pub(super) fn probe_late_registration(
         &mut self,
         context: ContextId,
         registration: Registration,
-    ) -> Answer<Result<Registered, ContextClosed>> {
+    ) -> Option<Answer<Result<Registered, ContextClosed>>> {
+        if !self.mutant(Mutant::NoContextClosedCheck) {
+            return None;
+        }
         let Some(ext) = self
             .exts
             .iter()
             .position(|e| matches!(e, ExtensionSlot::Active(a) if a.state().context == context))
         else {
-            return Answer::reply(Err(ContextClosed));
+            return Some(Answer::reply(Err(ContextClosed)));
         };
         let id = self.exts[ext].id().to_owned();
         let handle = match registration {
@@ -210,9 +213,16 @@ impl HostCore {
             }
             Registration::Disposer => Registered::Disposer(self.counters.disposer()),
         };
-        Answer {
+        Some(Answer {
             reply: Ok(handle),
             effects: vec![Effect::Publish],
+        })
+    }
+
+    /// `ForwardShutdown`: shutdown cleans up in activation order.
+    pub(super) fn probe_forward_shutdown<T>(&self, order: &mut [T]) {
+        if self.mutant(Mutant::ForwardShutdown) {
+            order.reverse();
         }
     }
 

@@ -131,8 +131,11 @@ impl HostCore {
             }
         };
         self.registry = candidate;
-        self.hooks = self.hooks_in_activation_order();
         let old = old.state().clone();
+        let hooked = |a: &crate::core::lifecycle::Active| !a.contribution.hooks.is_empty();
+        if hooked(&old) || self.exts[slot].active().is_some_and(|e| hooked(e.state())) {
+            self.hooks = self.hooks_in_activation_order();
+        }
         let mut effects = vec![Effect::Publish];
         if let Some(skip) = self.probe_never_retire(op, &id) {
             effects.extend(skip);

@@ -247,7 +247,7 @@ pub(super) struct InFlight {
 /// [`HostCore::register`], [`HostCore::call_start`],
 /// [`HostCore::call_finished`]). The running operation is driven by
 /// [`HostCore::apply`]: perform the returned [`Effect`]s in order and feed
-/// their results back as further [`crate::core::Input`]s.
+/// their results back as further [`Input`](crate::core::protocol::Input)s.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostCore {
     pub(super) exts: Vec<ExtensionSlot>,

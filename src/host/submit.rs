@@ -1,0 +1,117 @@
+//! Submitting operations: a request joins the core's queue and the serial
+//! queue (H-3), its driver waits for its turn in a task of its own, and a
+//! caller that goes away before the turn withdraws it.
+//!
+//! Architecture invariant: the caller's future only waits. Everything an
+//! operation does runs in its driver's task ([`super::drive`]), so dropping
+//! the caller's future never leaves partial state and never wedges the
+//! queue.
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::code::Event;
+use super::drive::Driver;
+use super::error::HostError;
+use super::shell::Inner;
+use crate::core::{OpId, OpKind, OpOutcome, Requested};
+
+/// Withdraws a queued operation when its caller's future is dropped before
+/// the operation began (H-3). Under the shell lock it either finds the
+/// operation still queued, withdraws it from the core and tells its task to
+/// give the ticket back, or finds it begun and leaves it to finish.
+struct WithdrawOnDrop {
+    inner: Arc<Inner>,
+    op: OpId,
+    withdrawn: CancellationToken,
+    armed: bool,
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut shell = self.inner.lock();
+        if shell.core.is_queued(self.op) {
+            let _ = shell.withdraw(self.op);
+            shell.withdrawn.insert(self.op);
+            let settler = shell.settlers.remove(&self.op);
+            shell.bury(settler);
+            self.withdrawn.cancel();
+        }
+    }
+}
+
+/// Runs a queued operation to its outcome: it joins the core's queue and
+/// the serial queue, its driver waits for its turn in a task of its own,
+/// and a caller that goes away first withdraws it (H-3).
+pub(crate) async fn run(
+    inner: &Arc<Inner>,
+    kind: OpKind,
+    event: Option<Arc<Event>>,
+    operation: &'static str,
+) -> Result<OpOutcome, HostError> {
+    let lost = || HostError::TaskLost { operation };
+    let (op, ticket, outcome) = {
+        let mut shell = inner.lock();
+        let op = match shell.request(kind) {
+            Requested::Enqueued(op) => op,
+            Requested::Rejected(_) => return Err(HostError::Disposed),
+            Requested::JoinDispose(_) => return Err(lost()),
+        };
+        let Ok(ticket) = inner.queue.enqueue() else {
+            // The queue closes only together with the core: this is
+            // unreachable unless the shell has a bug; take the request
+            // back so the core does not wait for it.
+            let _ = shell.withdraw(op);
+            return Err(HostError::Disposed);
+        };
+        let (settler, outcome) = oneshot::channel();
+        shell.settlers.insert(op, settler);
+        (op, ticket, outcome)
+    };
+    // The operation waits for its turn in its own task, so the queue
+    // never depends on how (or whether) the caller polls.
+    let withdrawn = CancellationToken::new();
+    Driver::spawn(inner.clone(), op, event, ticket, Some(withdrawn.clone()));
+    let mut guard = WithdrawOnDrop {
+        inner: inner.clone(),
+        op,
+        withdrawn,
+        armed: true,
+    };
+    let result = outcome.await;
+    guard.armed = false;
+    // The settler is dropped unsent only when the task running the
+    // operation was lost with no way to finish it.
+    result.map_err(|_| lost())
+}
+
+/// Asks for the shutdown, or joins the one asked for, and waits for its
+/// outcome; once asked for, it completes even if this future is dropped.
+pub(crate) async fn dispose(inner: &Arc<Inner>) -> Result<(), HostError> {
+    let lost = || HostError::TaskLost {
+        operation: "dispose",
+    };
+    let mut outcome = {
+        let mut shell = inner.lock();
+        let outcome = shell.disposed.subscribe();
+        match shell.request(OpKind::Dispose) {
+            Requested::Enqueued(op) => {
+                let ticket = inner.queue.enqueue_and_close().map_err(|_| lost())?;
+                Driver::spawn(inner.clone(), op, None, ticket, None);
+            }
+            Requested::JoinDispose(_) => {}
+            Requested::Rejected(_) => return Err(lost()),
+        }
+        outcome
+    };
+    let settled = outcome
+        .wait_for(Option::is_some)
+        .await
+        .map_err(|_| lost())?;
+    settled.clone().unwrap_or_else(|| Err(lost()))
+}
