@@ -32,6 +32,9 @@ pub const DISPOSE_ORDER: &str = "H-11 dispose ran before the activation settled"
 pub const CLOSE: &str = "H-11 ticket taken after the queue closed";
 /// INV-1: a reader saw part of the old snapshot and part of the new one.
 pub const TORN: &str = "INV-1 torn snapshot";
+/// What a reader sees when a reload withdraws the old generation before the
+/// new one is published (INV-11).
+pub const BROKEN_BEFORE_MADE: &str = "INV-11 no generation live";
 /// H-9: a snapshot changed after it was taken.
 pub const DETACHED: &str = "H-9 snapshot changed after it was taken";
 

@@ -22,6 +22,9 @@
 //!   a trait that the real cell and two broken cells implement; the replaced
 //!   snapshot dropped outside the lock, over a trait that the real cell and a
 //!   cell dropping under its lock implement).
+//! * `reload`: a reload's commit racing snapshot readers (INV-11): the real
+//!   one-store commit, and two seeded commits (break before make, tools and
+//!   providers in two steps).
 //!
 //! `docs/loom.md` at the workspace root lists every test, its bound, its
 //! interleaving count and time, and every seeded bug.
@@ -34,3 +37,5 @@ pub mod harness;
 pub mod publication;
 #[cfg(exthost_loom)]
 pub mod queue;
+#[cfg(exthost_loom)]
+pub mod reload;

@@ -7,3 +7,4 @@
 
 mod publication;
 mod queue;
+mod reload;
