@@ -807,7 +807,8 @@ impl HostModel {
                             calls: Vec::new(),
                         }),
                         OpKind::Dispose => env.dispose_begun = true,
-                        OpKind::Activate(_) => {}
+                        // The environment requests no reload yet (issue 11).
+                        OpKind::Activate(_) | OpKind::Reload(_) => {}
                     }
                 }
             }

@@ -193,7 +193,13 @@ impl MutantCase {
                 b.manifest = true;
                 b.tools = 1;
             }
-            Mutant::DependencyIgnored | Mutant::DependencyFailureRunsDependent => {}
+            // Dependencies and reload are not in the model's environment
+            // yet, so these seeded bugs have no case in `MUTANTS`; the host
+            // suites (`host_dependencies`, `host_reload`) cover the rules.
+            Mutant::DependencyIgnored
+            | Mutant::DependencyFailureRunsDependent
+            | Mutant::ReloadBreaksBeforeMake
+            | Mutant::ReloadNeverRetiresOld => {}
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

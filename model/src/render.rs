@@ -18,6 +18,7 @@ pub fn kind(kind: &OpKind) -> String {
         OpKind::Activate(id) => format!("activate({id:?})"),
         OpKind::Emit => "emit".into(),
         OpKind::Dispose => "dispose".into(),
+        OpKind::Reload(id) => format!("reload({id:?})"),
     }
 }
 
@@ -163,6 +164,23 @@ fn outcome(o: &OpOutcome) -> String {
             dependent,
             dependency,
         } => format!("{extension} not activated: {dependent} depends on missing {dependency}"),
+        OpOutcome::Reloaded {
+            extension,
+            cleanup_failures,
+        } => format!(
+            "reloaded {extension}; old generation cleanup failures [{}]",
+            cleanup_failures
+                .iter()
+                .map(|s| step(&s.step))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        OpOutcome::ReloadFailed(f) => {
+            format!("reload of {} failed; old generation live", f.extension)
+        }
+        OpOutcome::NotActive { extension, status } => {
+            format!("{extension} not reloaded: {status}")
+        }
         OpOutcome::DependencyFailed { extension, failure } => {
             format!(
                 "{extension} not activated: dependency {} failed",
