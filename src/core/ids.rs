@@ -1,5 +1,8 @@
 //! Handles the core gives out. The core never holds closures or futures; the
 //! shell keeps them in tables keyed by these ids.
+//!
+//! Architecture invariant: this module depends on nothing; every other
+//! module of the core may use it.
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
