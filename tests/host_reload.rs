@@ -531,3 +531,68 @@ async fn a_dependencys_reload_leaves_its_dependents_active() {
     within(host.dispose()).await.unwrap();
     assert_eq!(log.entries(), ["g2:disposer", "g2:dispose"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.without_cleanup_deadline());
+    let old_gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let new_gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let m = Versioned::new("m", &log, {
+        let (old_gate, new_gate) = (old_gate.clone(), new_gate.clone());
+        move |n| Plan {
+            tools: vec!["t"],
+            gate: Some(if n == 1 {
+                old_gate.clone()
+            } else {
+                new_gate.clone()
+            }),
+            ..Plan::default()
+        }
+    });
+    host.discover([m.definition()]).unwrap();
+    within(host.activate("m")).await.unwrap();
+    let spawn_call =
+        |host: ExtensionHost| tokio::spawn(async move { host.call_tool("t", json!({})).await });
+    let old_call = spawn_call(host.clone());
+    while log.count("g1:call") == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let reload = tokio::spawn({
+        let host = host.clone();
+        async move { host.reload("m").await }
+    });
+    // Generation 2 is live; generation 1's cleanup waits for its call.
+    while host.tools().get("t").map(|t| t.description.to_string()) != Some("generation 2".into()) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let new_call = spawn_call(host.clone());
+    while log.count("g2:call") == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The old call ends: the old generation's cleanup runs and the reload
+    // settles, while the new generation's call is still in flight and was
+    // never cancelled.
+    old_gate.add_permits(1);
+    assert_eq!(
+        within(old_call).await.unwrap().unwrap(),
+        json!({"generation": 1})
+    );
+    within(reload).await.unwrap().unwrap();
+    assert_eq!(log.count("g1:disposer"), 1);
+    assert!(
+        !new_call.is_finished(),
+        "the new generation's call was cut short"
+    );
+    new_gate.add_permits(1);
+    assert_eq!(
+        within(new_call).await.unwrap().unwrap(),
+        json!({"generation": 2})
+    );
+    assert_eq!(
+        log.count("g2:disposer"),
+        0,
+        "the live generation is not cleaned up"
+    );
+    within(host.dispose()).await.unwrap();
+}

@@ -186,6 +186,21 @@ impl Replay {
                         );
                     }
                 }
+                if let Some(OpKind::Reload(_)) = self.kinds.get(op) {
+                    // A reload retires one generation while the next one's
+                    // calls go on: none of the retired generation's calls
+                    // may run when its cleanup starts.
+                    let busy = core.calls_of_generation(step.context);
+                    if !busy.is_empty() {
+                        self.violation(
+                            index,
+                            format!(
+                                "INV-12: cleanup of the old generation of {} starts with calls {busy:?} in flight",
+                                step.extension
+                            ),
+                        );
+                    }
+                }
                 self.expect(CodeRun::Cleanup(*op, step.clone()));
             }
             Effect::Settle {

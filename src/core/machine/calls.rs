@@ -9,7 +9,7 @@
 //! - Builds on `state.rs` and `dispose.rs` (a call that ends may let the
 //!   shutdown go on); nothing but `mod.rs` builds on this one.
 
-use crate::core::ids::CallId;
+use crate::core::ids::{CallId, ContextId};
 use crate::core::protocol::{AdmittedCall, Answer, CallRefused, CallVerdict};
 use crate::core::registry::{Binding, Owner};
 
@@ -19,6 +19,13 @@ impl HostCore {
     /// Tool calls in flight, in the order they started, with their owners.
     pub fn calls_in_flight(&self) -> impl Iterator<Item = (CallId, &Owner)> + '_ {
         self.calls.iter().map(|(call, f)| (*call, &f.owner))
+    }
+
+    /// The calls in flight of one generation of an extension (the context
+    /// of the activation or reload that made it live), in the order they
+    /// started: what the cleanup of that generation waits for.
+    pub fn calls_of_generation(&self, generation: ContextId) -> Vec<CallId> {
+        self.calls_of(generation)
     }
 
     /// A caller starts calling the live tool with this runtime name: the
