@@ -187,6 +187,9 @@ pub struct HostModel {
     pub scenario: Scenario,
     /// The seeded bug, or `None` for the real core.
     pub mutant: Option<Mutant>,
+    /// The `sometimes` properties, in order, with their conditions
+    /// ([`properties::examples`]).
+    pub examples: Vec<(&'static str, properties::Condition)>,
 }
 
 fn result(ok: bool, what: &str) -> Result<(), Failure> {
@@ -223,10 +226,13 @@ impl HostModel {
 
     /// A model of the core running `mutant`.
     pub fn with_mutant(bounds: Bounds, mutant: Option<Mutant>) -> Self {
-        Self {
+        let mut model = Self {
             scenario: Scenario::new(bounds),
             mutant,
-        }
+            examples: Vec::new(),
+        };
+        model.examples = properties::examples(&model);
+        model
     }
 
     /// The state every run starts from.
@@ -406,32 +412,71 @@ impl HostModel {
     /// live before it (the first tool of the last extension activated, or
     /// the base tool): the core must refuse it (INV-12).
     fn call_after_shutdown(&self, s: &State, out: &mut Vec<Action>) {
-        let just_disposed = s
-            .env
-            .last
-            .iter()
-            .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
-        if !just_disposed {
-            return;
+        if let Some((ext, tool)) = &s.env.call_after {
+            out.push(Action::CallStart {
+                ext: *ext,
+                tool: tool.clone(),
+            });
         }
-        let action = s
-            .env
-            .active
+    }
+
+    /// The tool a caller calls right after the shutdown completed: the
+    /// first tool of the last extension activated, or the base tool.
+    fn tool_after_shutdown(&self, env: &Env) -> (Option<Ext>, String) {
+        env.active
             .iter()
             .rev()
             .find_map(|a| {
                 let meta = self.scenario.meta(&a.ext)?;
                 let (_, name) = a.tools.first()?;
-                Some(Action::CallStart {
-                    ext: Some(self.ext_index(&a.ext)),
-                    tool: meta.runtime_tool_name(name),
-                })
+                Some((Some(self.ext_index(&a.ext)), meta.runtime_tool_name(name)))
             })
-            .unwrap_or(Action::CallStart {
-                ext: None,
-                tool: BASE_TOOL.into(),
-            });
-        out.push(action);
+            .unwrap_or((None, BASE_TOOL.into()))
+    }
+
+    /// The end of every step: judges what settled (then forgets it), and
+    /// forgets what no property and no later choice reads any more, so
+    /// that histories the rest of the run cannot tell apart merge.
+    fn end_step(&self, s: &mut State) {
+        properties::judge_step(self, s);
+        let just_disposed = s
+            .env
+            .last
+            .iter()
+            .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
+        if just_disposed && self.scenario.bounds.calls > 0 {
+            s.env.call_after = Some(self.tool_after_shutdown(&s.env));
+        }
+        s.env.last.clear();
+        let env = &mut s.env;
+        if s.core.phase() != Phase::Open {
+            // No request, discovery or new activation attempt comes any
+            // more: their bounds and the previous attempt's context are
+            // read by nothing.
+            env.requests_left = 0;
+            env.script = clamp(self.scenario.script.len());
+            if env.running.iter().all(|a| a.cancelled || a.hung) {
+                env.hangs_left = 0;
+            }
+            let queued = env
+                .ops
+                .iter()
+                .any(|p| p.status == OpStatus::Queued && p.kind != OpKind::Dispose);
+            if !queued {
+                env.withdraws_left = 0;
+                if env.running.is_empty() {
+                    env.last_attempt = None;
+                }
+            }
+        }
+        if env.dispose_begun {
+            // Calls start only before the shutdown begins.
+            env.calls_left = 0;
+        }
+        if env.disposed {
+            // INV-1 and INV-3 no longer read the committed activations.
+            env.active.clear();
+        }
     }
 
     fn activation_actions(&self, s: &State, context: ContextId, out: &mut Vec<Action>) {
@@ -627,11 +672,9 @@ impl HostModel {
                 });
             }
         }
-        if let Some(open) = s.env.opened
-            && open.0 > 1
+        if let Some((open, stale)) = s.env.opened
             && s.core.open_context() == Some(open)
         {
-            let stale = ContextId(open.0 - 1);
             for reg in [Reg::LateTool, Reg::Hook] {
                 out.push(Action::LateRegister {
                     ext: None,
@@ -662,6 +705,8 @@ impl HostModel {
         let mut s = last.clone();
         s.env.last.clear();
         s.env.note = None;
+        s.env.shown = 0;
+        s.env.call_after = None;
         s.env.closed = None;
         s.env.opened = None;
         s.env.abandoned.clear();
@@ -685,6 +730,7 @@ impl HostModel {
             if let Some(a) = s.env.activation_mut(*context) {
                 a.hung = true;
             }
+            self.end_step(&mut s);
             return Some(s);
         }
         let before = &last.core;
@@ -700,6 +746,7 @@ impl HostModel {
                     &mut s.env.violations.protocol,
                     format!("{}: {error}", render::action(self, action)),
                 );
+                self.end_step(&mut s);
                 Some(s)
             }
             Ok(effects) => {
@@ -707,6 +754,7 @@ impl HostModel {
                 check_statuses(before, &mut s);
                 check_api_names(before, &mut s);
                 check_calls(&mut s);
+                self.end_step(&mut s);
                 Some(s)
             }
         }
@@ -977,8 +1025,10 @@ impl HostModel {
                     match env.activation_mut(context) {
                         Some(a) => {
                             a.open = true;
-                            if self.scenario.bounds.late {
-                                env.opened = Some(context);
+                            if self.scenario.bounds.late
+                                && let Some(previous) = env.last_attempt
+                            {
+                                env.opened = Some((context, previous));
                             }
                         }
                         None => protocol(env, format!("activate run for unknown {context}")),
@@ -1239,6 +1289,9 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
         .iter()
         .position(|a| a.op == op)
         .map(|i| env.running.remove(i));
+    if let Some(a) = &activation {
+        env.last_attempt = Some(a.context);
+    }
     let mut cleanup = Vec::new();
     env.cleanup.retain(|c| {
         if c.op == op {
@@ -1377,7 +1430,9 @@ impl Model for HostModel {
                 // The host discovers its first batch before any caller acts.
                 return;
             }
-            if env.requests_left > 0 {
+            static R4: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            let r4 = *R4.get_or_init(|| std::env::var("EXTHOST_R4").is_ok());
+            if env.requests_left > 0 && (!r4 || env.ops.is_empty()) {
                 for ext in &self.scenario.extensions {
                     out.push(Action::Request(OpKind::Activate(ext.id().to_owned())));
                 }
@@ -1436,7 +1491,12 @@ impl Model for HostModel {
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        self.step(last, &action)
+        let mut s = self.step(last, &action)?;
+        static NEXT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *NEXT.get_or_init(|| std::env::var("EXTHOST_SYM").as_deref() == Ok("next")) {
+            s.canonicalize();
+        }
+        Some(s)
     }
 
     fn format_action(&self, action: &Action) -> String {

@@ -8,6 +8,7 @@
 //! perform, in order. The async shell ([`crate::host`]) and the model checker
 //! (crate `exthost-model`) both drive this same code.
 
+pub mod canonical;
 pub mod ids;
 pub mod lifecycle;
 pub mod machine;

@@ -16,7 +16,7 @@ use crate::error::codes;
 
 /// One tool call in flight.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct InFlight {
+pub(in crate::core) struct InFlight {
     owner: Owner,
 }
 

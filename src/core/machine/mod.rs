@@ -52,14 +52,14 @@ pub enum Mutant {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Queued {
-    op: OpId,
-    kind: OpKind,
-    cancelled: bool,
+pub(in crate::core) struct Queued {
+    pub(in crate::core) op: OpId,
+    pub(in crate::core) kind: OpKind,
+    pub(in crate::core) cancelled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum ActivationStep {
+pub(in crate::core) enum ActivationStep {
     Factory,
     Activate,
     Rollback {
@@ -71,7 +71,7 @@ enum ActivationStep {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Running {
+pub(in crate::core) enum Running {
     Activation {
         op: OpId,
         ext: usize,
@@ -121,21 +121,21 @@ pub enum Phase {
 /// order and feed their results back as further [`Input`]s.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostCore {
-    exts: Vec<ExtensionSlot>,
-    index: BTreeMap<String, usize>,
-    registry: ToolRegistry,
-    hooks: VectorSync<LiveHook>,
-    activation_order: Vec<String>,
-    queue: VecDeque<Queued>,
-    running: Option<Running>,
-    phase: Phase,
-    counters: Counters,
+    pub(in crate::core) exts: Vec<ExtensionSlot>,
+    pub(in crate::core) index: BTreeMap<String, usize>,
+    pub(in crate::core) registry: ToolRegistry,
+    pub(in crate::core) hooks: VectorSync<LiveHook>,
+    pub(in crate::core) activation_order: Vec<String>,
+    pub(in crate::core) queue: VecDeque<Queued>,
+    pub(in crate::core) running: Option<Running>,
+    pub(in crate::core) phase: Phase,
+    pub(in crate::core) counters: Counters,
     /// Tool calls in flight, by handle (INV-12).
-    calls: BTreeMap<CallId, calls::InFlight>,
+    pub(in crate::core) calls: BTreeMap<CallId, calls::InFlight>,
     #[cfg(feature = "mutants")]
-    mutant: Option<Mutant>,
+    pub(in crate::core) mutant: Option<Mutant>,
     #[cfg(feature = "mutants")]
-    suspended: Vec<Running>,
+    pub(in crate::core) suspended: Vec<Running>,
 }
 
 impl HostCore {
