@@ -4,10 +4,10 @@
 //!
 //! Architecture invariants:
 //!
-//! - Depends on [`crate::state`] and [`crate::action`] only. The renaming
-//!   itself (which handles exist and how the core holds them) is the
-//!   core's; this module only adds the places where the environment holds
-//!   handles.
+//! - Depends on [`crate::state`] and the [`Action`] type only. The
+//!   renaming itself (which handles exist and how the core holds them) is
+//!   the core's; this module only adds the places where the environment
+//!   holds handles.
 //! - Every handle the environment holds is visited both by
 //!   [`Env::handles`] and by [`Env::rename`]: a field missed by one is a
 //!   panic (an unknown handle), a field missed by both is caught by the
@@ -204,12 +204,12 @@ impl Env {
 /// is caught (`model/tests/canonical.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeededBug {
-    /// The core forgets to rename the staged disposers of the activation
-    /// under way ([`exthost::core::canonical::CanonicalBug`]).
-    CoreForgetsStagedDisposers,
-    /// The environment forgets to rename the disposers of committed
-    /// activations.
-    EnvForgetsActiveDisposers,
+    /// The core forgets to rename the operations in its queue
+    /// ([`exthost::core::canonical::CanonicalBug`]).
+    CoreForgetsQueuedOps,
+    /// The environment forgets to rename the operations the callers wait
+    /// for.
+    EnvForgetsPendingOps,
 }
 
 impl State {
@@ -231,20 +231,20 @@ impl State {
 
     fn rename(&mut self, r: &Renaming, bug: Option<SeededBug>) {
         match bug {
-            Some(SeededBug::CoreForgetsStagedDisposers) => self.core.rename_handles_with_bug(
+            Some(SeededBug::CoreForgetsQueuedOps) => self.core.rename_handles_with_bug(
                 r,
-                Some(exthost::core::canonical::CanonicalBug::ForgetStagedDisposers),
+                Some(exthost::core::canonical::CanonicalBug::ForgetQueuedOps),
             ),
             _ => self.core.rename_handles(r),
         }
         if r.is_identity() {
             return;
         }
-        if bug == Some(SeededBug::EnvForgetsActiveDisposers) {
-            let kept: Vec<Vec<_>> = self.env.active.iter().map(|a| a.disposers.clone()).collect();
+        if bug == Some(SeededBug::EnvForgetsPendingOps) {
+            let kept: Vec<_> = self.env.ops.iter().map(|p| p.op).collect();
             self.env.rename(r);
-            for (a, disposers) in self.env.active.iter_mut().zip(kept) {
-                a.disposers = disposers;
+            for (p, op) in self.env.ops.iter_mut().zip(kept) {
+                p.op = op;
             }
         } else {
             self.env.rename(r);

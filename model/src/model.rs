@@ -698,10 +698,11 @@ impl HostModel {
         }
     }
 
-    /// Applies `action` to a copy of `last` and observes the effects.
-    /// Returns `None` only for a refused scheduler probe (see
-    /// [`Action::Begin`]).
-    fn step(&self, last: &State, action: &Action) -> Option<State> {
+    /// Applies `action` to a copy of `last` and observes the effects,
+    /// without renaming handles (the checker's [`Model::next_state`] is
+    /// this step followed by [`State::canonicalize`]). Returns `None` only
+    /// for a refused scheduler probe (see [`Action::Begin`]).
+    pub fn step(&self, last: &State, action: &Action) -> Option<State> {
         let mut s = last.clone();
         s.env.last.clear();
         s.env.note = None;
@@ -1385,7 +1386,7 @@ impl Model for HostModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![self.initial_state()]
+        vec![self.initial_state().canonical()]
     }
 
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
@@ -1430,9 +1431,7 @@ impl Model for HostModel {
                 // The host discovers its first batch before any caller acts.
                 return;
             }
-            static R4: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-            let r4 = *R4.get_or_init(|| std::env::var("EXTHOST_R4").is_ok());
-            if env.requests_left > 0 && (!r4 || env.ops.is_empty()) {
+            if env.requests_left > 0 {
                 for ext in &self.scenario.extensions {
                     out.push(Action::Request(OpKind::Activate(ext.id().to_owned())));
                 }
@@ -1491,11 +1490,11 @@ impl Model for HostModel {
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        // Symmetry reduction: every state the checker stores is canonical
+        // (handles renamed by rank, see `crate::canonical`), so states that
+        // differ only in handle numbers are one state.
         let mut s = self.step(last, &action)?;
-        static NEXT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if *NEXT.get_or_init(|| std::env::var("EXTHOST_SYM").as_deref() == Ok("next")) {
-            s.canonicalize();
-        }
+        s.canonicalize();
         Some(s)
     }
 

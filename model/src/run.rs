@@ -303,12 +303,7 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     let start = Instant::now();
     match options.strategy {
         Strategy::Bfs => finish(builder.spawn_bfs(), options, start, progress),
-        Strategy::Dfs => {
-            if std::env::var("EXTHOST_SYM").as_deref() == Ok("sym") {
-                builder = builder.symmetry();
-            }
-            finish(builder.spawn_dfs(), options, start, progress)
-        }
+        Strategy::Dfs => finish(builder.spawn_dfs(), options, start, progress),
     }
 }
 

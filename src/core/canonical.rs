@@ -27,7 +27,7 @@
 //!   must be visited by both [`HostCore::handles`] and
 //!   [`HostCore::rename_handles`]; the model's property test
 //!   (`model/tests/canonical.rs`) fails otherwise, as its seeded bug
-//!   ([`CanonicalBug`]) shows.
+//!   (`CanonicalBug`, in `mutants` builds) shows.
 //! - The registry's publication sequence numbers are renumbered `0..n` too
 //!   (they only order entries), and nothing else changes: names, API names,
 //!   owners, statuses, attempt counts and discovery order are kept.
@@ -136,7 +136,11 @@ impl HandleSet {
         for (kind, seen) in self.seen.iter_mut().enumerate() {
             seen.sort_unstable();
             seen.dedup();
-            maps[kind] = seen.iter().zip(1u64..).map(|(&old, new)| (old, new)).collect();
+            maps[kind] = seen
+                .iter()
+                .zip(1u64..)
+                .map(|(&old, new)| (old, new))
+                .collect();
         }
         Renaming::from_maps(maps)
     }
@@ -207,10 +211,7 @@ impl Renaming {
         let map = &self.maps[H::KIND as usize];
         match map.binary_search_by_key(&raw, |(old, _)| *old) {
             Ok(i) => H::from_raw(map[i].1),
-            Err(_) => panic!(
-                "handle {raw} of kind {:?} is not in the renaming",
-                H::KIND
-            ),
+            Err(_) => panic!("handle {raw} of kind {:?} is not in the renaming", H::KIND),
         }
     }
 
@@ -226,9 +227,8 @@ impl Renaming {
 #[cfg(feature = "mutants")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CanonicalBug {
-    /// The staged disposers of the activation under way keep their old
-    /// numbers.
-    ForgetStagedDisposers,
+    /// The operations waiting in the queue keep their old numbers.
+    ForgetQueuedOps,
 }
 
 fn contribution_handles(c: &Contribution, set: &mut HandleSet) {
@@ -243,17 +243,15 @@ fn contribution_handles(c: &Contribution, set: &mut HandleSet) {
     }
 }
 
-fn rename_contribution(c: &mut Contribution, r: &Renaming, disposers: bool) {
+fn rename_contribution(c: &mut Contribution, r: &Renaming) {
     for (tool, _) in &mut c.tools {
         *tool = r.rename(*tool);
     }
     for hook in &mut c.hooks {
         *hook = r.rename(*hook);
     }
-    if disposers {
-        for disposer in &mut c.disposers {
-            *disposer = r.rename(*disposer);
-        }
+    for disposer in &mut c.disposers {
+        *disposer = r.rename(*disposer);
     }
 }
 
@@ -423,10 +421,10 @@ impl HostCore {
     /// property test only).
     #[cfg(feature = "mutants")]
     pub fn rename_handles_with_bug(&mut self, r: &Renaming, bug: Option<CanonicalBug>) {
-        self.rename_handles_inner(r, bug == Some(CanonicalBug::ForgetStagedDisposers));
+        self.rename_handles_inner(r, bug == Some(CanonicalBug::ForgetQueuedOps));
     }
 
-    fn rename_handles_inner(&mut self, r: &Renaming, forget_staged_disposers: bool) {
+    fn rename_handles_inner(&mut self, r: &Renaming, forget_queued_ops: bool) {
         let c = &mut self.counters;
         c.op = r.last(HandleKind::Op);
         c.context = r.last(HandleKind::Context);
@@ -446,12 +444,12 @@ impl HostCore {
                     let a = e.state_data_mut();
                     a.op = r.rename(a.op);
                     a.context = r.rename(a.context);
-                    rename_contribution(&mut a.staged, r, !forget_staged_disposers);
+                    rename_contribution(&mut a.staged, r);
                 }
                 ExtensionSlot::Active(e) => {
                     let a = e.state_data_mut();
                     a.context = r.rename(a.context);
-                    rename_contribution(&mut a.contribution, r, true);
+                    rename_contribution(&mut a.contribution, r);
                 }
                 ExtensionSlot::Discovered(_)
                 | ExtensionSlot::Failed(_)
@@ -469,8 +467,10 @@ impl HostCore {
                 })
                 .collect();
         }
-        for queued in &mut self.queue {
-            queued.op = r.rename(queued.op);
+        if !forget_queued_ops {
+            for queued in &mut self.queue {
+                queued.op = r.rename(queued.op);
+            }
         }
         if let Some(running) = &mut self.running {
             rename_running(running, r);
@@ -588,7 +588,9 @@ mod tests {
 
     #[test]
     fn a_renaming_must_increase() {
-        assert!(Renaming::from_pairs([(HandleKind::Tool, 1, 2), (HandleKind::Tool, 2, 1)]).is_err());
+        assert!(
+            Renaming::from_pairs([(HandleKind::Tool, 1, 2), (HandleKind::Tool, 2, 1)]).is_err()
+        );
         assert!(Renaming::from_pairs([(HandleKind::Op, 0, 1)]).is_err());
         let r = Renaming::from_pairs([(HandleKind::Op, 3, 1), (HandleKind::Op, 7, 2)]).expect("ok");
         assert_eq!(r.rename(OpId(7)), OpId(2));

@@ -257,7 +257,11 @@ impl ToolRegistry {
     /// next one is `len()`: the canonical numbering (`core::canonical`).
     pub(in crate::core) fn is_compact(&self) -> bool {
         self.next_seq == self.by_name.size() as u64
-            && self.order.keys().enumerate().all(|(i, seq)| *seq == i as u64)
+            && self
+                .order
+                .keys()
+                .enumerate()
+                .all(|(i, seq)| *seq == i as u64)
     }
 
     /// The same registry with each live handle renamed by `rename` and the
