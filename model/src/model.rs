@@ -515,7 +515,17 @@ impl HostModel {
             self.time_actions(s, a.op, Awaited::Activate, !a.cancelled, out);
             return;
         }
-        if usize::from(a.tool_attempts) < b.tools {
+        // Partial-order reduction: registrations of different kinds
+        // commute (the core stages tools, hooks and disposers in separate
+        // lists, each kind with its own handle counter, and none of them
+        // reads the others or the cancellation signal), so `activate`
+        // registers its tools first, then its hooks, then its disposers.
+        // Every staged contribution, and so every state where it may
+        // return, hang or be cancelled, is still reached; only the orders
+        // that reach the same state again are skipped (fewer edges, the
+        // same states).
+        let (hooks, disposers) = (a.hook_attempts, a.disposer_attempts);
+        if usize::from(a.tool_attempts) < b.tools && hooks == 0 && disposers == 0 {
             let pool = self.scenario.extensions[usize::from(ext)].pool.len();
             for i in 0..pool {
                 out.push(Action::Register {
@@ -525,7 +535,7 @@ impl HostModel {
                 });
             }
         }
-        if usize::from(a.hook_attempts) < b.hooks {
+        if usize::from(hooks) < b.hooks && disposers == 0 {
             out.push(Action::Register {
                 ext,
                 context,
