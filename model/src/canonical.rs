@@ -4,7 +4,7 @@
 //!
 //! Architecture invariants:
 //!
-//! - Depends on [`crate::state`] and the [`Action`] type only. The
+//! - Depends on [`crate::state`] and [`crate::action`] only. The
 //!   renaming itself (which handles exist and how the core holds them) is
 //!   the core's; this module only adds the places where the environment
 //!   holds handles.
@@ -19,7 +19,7 @@
 use exthost::core::canonical::{HandleSet, Renaming, rename_hook, rename_step, step_handles};
 use exthost::core::{LiveHook, OpOutcome, StepFailure};
 
-use crate::model::Action;
+use crate::action::Action;
 use crate::state::{Activation, CleanupObs, EmitObs, Env, Settled, State};
 
 fn activation_handles(a: &Activation, set: &mut HandleSet) {

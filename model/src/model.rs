@@ -3,182 +3,21 @@
 //! [`HostCore::apply`] followed by the environment observing the effects.
 
 use exthost::core::{
-    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, CleanupStep, ContextId,
-    Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome, Owner, Phase,
-    Registered, Registration, Status,
+    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, ContextId, Effect, Failure,
+    HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome, Owner, Phase, Registered,
+    Registration, Status,
 };
 use stateright::{Model, Path, Property};
 
 use crate::properties;
 use crate::render;
-use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, LATE_TOOL, Scenario};
+use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, Scenario};
 use crate::state::{
     Activation, CallObs, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, Settled, State,
     Violations,
 };
 
-/// An extension, by its index in [`Scenario::extensions`].
-pub type Ext = u8;
-
-/// What extension code registers (the tool by its index in the extension's
-/// pool, so that actions stay small).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reg {
-    /// The tool at this index of the extension's pool.
-    Tool(u8),
-    /// The tool a late registration tries ([`crate::scenario::LATE_TOOL`]).
-    LateTool,
-    /// A hook.
-    Hook,
-    /// A disposer.
-    Disposer,
-}
-
-/// The step the core awaits when a deadline passes or a task is lost (it
-/// only makes the action readable: the core knows what it awaits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Awaited {
-    /// The factory of an activation.
-    Factory,
-    /// The `activate` of an activation.
-    Activate,
-    /// A hook of an emit.
-    Hook,
-    /// A cleanup step (rollback or shutdown).
-    Cleanup,
-    /// The wait for an extension's tool calls before its first shutdown
-    /// cleanup step.
-    Calls,
-}
-
-/// One step of the environment. Every variant but [`Action::Hang`] is fed
-/// to the core as the [`Input`] of the same name (`CallStart`,
-/// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Submit the discovery batch of this script step.
-    Discover(usize),
-    /// A caller requests an operation.
-    Request(OpKind),
-    /// A caller drops its future before its operation began.
-    Withdraw(OpId),
-    /// The queued operation begins. Offered when the core awaits it, and
-    /// also (as a probe) for the head of the queue while another operation
-    /// runs: the core must refuse that (H-3), and the model drops the
-    /// refused probe; a core that accepts it breaks INV-4.
-    Begin {
-        /// The operation.
-        op: OpId,
-        /// What it is.
-        kind: OpKind,
-    },
-    /// The factory returns (an instance, or an error).
-    Factory {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The activation's context.
-        context: ContextId,
-        /// It returned an instance.
-        ok: bool,
-    },
-    /// `activate` registers something through its open context.
-    Register {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-        /// What.
-        reg: Reg,
-    },
-    /// `activate` hangs: it returns only once its cancellation signal fired.
-    Hang {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-    },
-    /// `activate` returns.
-    ActivateReturned {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-        /// It returned `Ok`.
-        ok: bool,
-    },
-    /// The running hook finishes.
-    Hook {
-        /// The emit.
-        op: OpId,
-        /// The hook.
-        hook: LiveHook,
-        /// It succeeded.
-        ok: bool,
-    },
-    /// The shell runs the running emit's remaining hooks itself and reports
-    /// them in one input (`HooksFinished`), from the hook the core asked for
-    /// to the last.
-    Hooks {
-        /// The emit.
-        op: OpId,
-        /// The hooks it ran, in order.
-        hooks: Vec<LiveHook>,
-        /// Whether each succeeded.
-        results: Vec<bool>,
-    },
-    /// The running cleanup step finishes.
-    Cleanup {
-        /// The operation (rollback or shutdown).
-        op: OpId,
-        /// The step.
-        step: CleanupStep,
-        /// It succeeded.
-        ok: bool,
-    },
-    /// Extension code registers through a context whose activation settled.
-    LateRegister {
-        /// The extension, when the environment knows it.
-        ext: Option<Ext>,
-        /// The closed context.
-        context: ContextId,
-        /// What.
-        reg: Reg,
-    },
-    /// A caller calls a tool (`CallStart`): a live tool of an extension
-    /// just before the shutdown begins, or, right after the shutdown
-    /// completed, a tool that was live (which the core must refuse).
-    CallStart {
-        /// The extension whose tool it is (`None`: the base tool).
-        ext: Option<Ext>,
-        /// The runtime name called.
-        tool: String,
-    },
-    /// A tool call ends (`CallFinished`).
-    CallFinish {
-        /// The call.
-        call: CallId,
-        /// The extension whose tool it runs.
-        ext: Ext,
-        /// The call's own deadline had passed.
-        deadline_passed: bool,
-    },
-    /// The deadline of the step the running operation awaits passes
-    /// (`DeadlinePassed`).
-    Deadline {
-        /// The running operation.
-        op: OpId,
-        /// The step it awaits.
-        on: Awaited,
-    },
-    /// The task performing the step the running operation awaits ends
-    /// without a result (`StepLost`).
-    Lost {
-        /// The running operation.
-        op: OpId,
-        /// The step it awaits.
-        on: Awaited,
-    },
-}
+pub use crate::action::{Action, Awaited, Ext, Reg};
 
 /// The model: a scenario, and the seeded bug the core runs (if any).
 #[derive(Debug, Clone)]
@@ -263,24 +102,12 @@ impl HostModel {
 
     /// The id of an extension by index.
     pub fn ext_id(&self, ext: Ext) -> &str {
-        self.scenario.extensions[usize::from(ext)].id()
+        self.scenario.ext_id(ext)
     }
 
     /// The registration a [`Reg`] stands for.
     pub fn registration(&self, ext: Option<Ext>, reg: Reg) -> Registration {
-        match reg {
-            Reg::Tool(i) => {
-                let ext = ext.expect("a pool tool names its extension");
-                Registration::Tool(
-                    self.scenario.extensions[usize::from(ext)].pool[usize::from(i)].clone(),
-                )
-            }
-            Reg::LateTool => {
-                Registration::Tool(exthost::core::ToolSpec::new(LATE_TOOL, "late tool", "00"))
-            }
-            Reg::Hook => Registration::Hook,
-            Reg::Disposer => Registration::Disposer,
-        }
+        self.scenario.registration(ext, reg)
     }
 
     /// The input an action feeds to the core (`None` for [`Action::Hang`]).
@@ -755,7 +582,7 @@ impl HostModel {
                 }
                 Violations::record(
                     &mut s.env.violations.protocol,
-                    format!("{}: {error}", render::action(self, action)),
+                    format!("{}: {error}", render::action(&self.scenario, action)),
                 );
                 self.end_step(&mut s);
                 Some(s)
@@ -1024,7 +851,7 @@ impl HostModel {
                             format!(
                                 "the factory of {extension} was called outside an activation \
                                  of {extension} ({op}, by: {})",
-                                render::action(self, action)
+                                render::action(&self.scenario, action)
                             ),
                         );
                     }
@@ -1509,7 +1336,7 @@ impl Model for HostModel {
     }
 
     fn format_action(&self, action: &Action) -> String {
-        render::action(self, action)
+        render::action(&self.scenario, action)
     }
 
     fn format_step(&self, last: &State, action: Action) -> Option<String> {
@@ -1524,13 +1351,13 @@ impl Model for HostModel {
         let next = self.step(last, &action)?;
         Some(format!(
             "{}\n\neffects:\n{effects}\n\n{}",
-            render::action(self, &action),
+            render::action(&self.scenario, &action),
             render::summary(&next)
         ))
     }
 
     fn as_svg(&self, path: Path<State, Action>) -> Option<String> {
-        Some(render::svg(self, path.last_state()))
+        Some(render::svg(&self.scenario, path.last_state()))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
