@@ -19,6 +19,7 @@
 //! transition code in `machine/` sits on top of everything. The core never
 //! imports [`crate::host`], [`crate::manifest`] or anything async.
 
+pub mod canonical;
 pub mod dependencies;
 pub mod ids;
 pub mod lifecycle;
