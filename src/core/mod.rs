@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod machine;
 pub mod outcome;
 pub mod registry;
+mod renaming;
 
 pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 pub use lifecycle::{Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status};
