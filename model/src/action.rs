@@ -48,7 +48,7 @@ pub enum Awaited {
 }
 
 /// One step of the environment. Every variant but [`Action::Hang`] is fed
-/// to the core as the [`Input`] of the same name (`CallStart`,
+/// to the core as the [`Input`](exthost::core::Input) of the same name (`CallStart`,
 /// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Action {

@@ -323,7 +323,7 @@ fn cleanup_matches(
 }
 
 /// INV-2: rollback completeness (judged when the rollback settles, see
-/// [`judge_settled`]).
+/// [`judge_step`]).
 pub fn inv2(_: &HostModel, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv2)
 }
@@ -350,7 +350,7 @@ fn settled_inv2(s: &State) -> Result<(), String> {
 }
 
 /// INV-3: reverse disposal, every step once, exact aggregate (judged when
-/// the shutdown settles, see [`judge_settled`]).
+/// the shutdown settles, see [`judge_step`]).
 pub fn inv3(_: &HostModel, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv3)
 }
@@ -573,7 +573,7 @@ pub fn inv12b(_: &HostModel, s: &State) -> Result<(), String> {
 /// INV-12c: an expired deadline wins. An activation whose deadline passed
 /// never settles `Activated`; a cleanup step whose deadline passed is
 /// reported failed with `EXTENSION_TIMEOUT` (the settled part judged when
-/// the operation settles, see [`judge_settled`]).
+/// the operation settles, see [`judge_step`]).
 pub fn inv12c(_: &HostModel, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv12c)
 }
