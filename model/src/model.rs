@@ -3,9 +3,9 @@
 //! [`HostCore::apply`] followed by the environment observing the effects.
 
 use exthost::core::{
-    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, ContextClosed,
-    ContextId, DiscoveryError, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind,
-    OpOutcome, Owner, Phase, ProtocolError, Registered, Registration, Requested, Status,
+    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, ContextClosed, ContextId,
+    DiscoveryError, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome,
+    Owner, Phase, ProtocolError, Registered, Registration, Requested, Status,
 };
 use stateright::{Model, Path, Property};
 
