@@ -22,6 +22,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod action;
+pub mod canonical;
 pub mod meaning;
 pub mod model;
 pub mod mutants;

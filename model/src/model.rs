@@ -3,182 +3,21 @@
 //! [`HostCore::apply`] followed by the environment observing the effects.
 
 use exthost::core::{
-    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, CleanupStep, ContextClosed,
-    ContextId, DiscoveryError, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind,
-    OpOutcome, Owner, Phase, ProtocolError, Registered, Registration, Requested, Status,
+    AdmittedCall, Awaiting, Binding, CallId, CallRefused, CallVerdict, ContextClosed, ContextId,
+    DiscoveryError, Effect, Failure, HostCore, Input, LiveHook, Mutant, OpId, OpKind, OpOutcome,
+    Owner, Phase, ProtocolError, Registered, Registration, Requested, Status,
 };
 use stateright::{Model, Path, Property};
 
 use crate::properties;
 use crate::render;
-use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, LATE_TOOL, Scenario};
+use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, Scenario};
 use crate::state::{
     Activation, CallObs, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, Settled, State,
     Violations,
 };
 
-/// An extension, by its index in [`Scenario::extensions`].
-pub type Ext = u8;
-
-/// What extension code registers (the tool by its index in the extension's
-/// pool, so that actions stay small).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reg {
-    /// The tool at this index of the extension's pool.
-    Tool(u8),
-    /// The tool a late registration tries ([`crate::scenario::LATE_TOOL`]).
-    LateTool,
-    /// A hook.
-    Hook,
-    /// A disposer.
-    Disposer,
-}
-
-/// The step the core awaits when a deadline passes or a task is lost (it
-/// only makes the action readable: the core knows what it awaits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Awaited {
-    /// The factory of an activation.
-    Factory,
-    /// The `activate` of an activation.
-    Activate,
-    /// A hook of an emit.
-    Hook,
-    /// A cleanup step (rollback or shutdown).
-    Cleanup,
-    /// The wait for an extension's tool calls before its first shutdown
-    /// cleanup step.
-    Calls,
-}
-
-/// One step of the environment. Every variant but [`Action::Hang`] is fed
-/// to the core as the [`Input`] of the same name (`CallStart`,
-/// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Submit the discovery batch of this script step.
-    Discover(usize),
-    /// A caller requests an operation.
-    Request(OpKind),
-    /// A caller drops its future before its operation began.
-    Withdraw(OpId),
-    /// The queued operation begins. Offered when the core awaits it, and
-    /// also (as a probe) for the head of the queue while another operation
-    /// runs: the core must refuse that (H-3), and the model drops the
-    /// refused probe; a core that accepts it breaks INV-4.
-    Begin {
-        /// The operation.
-        op: OpId,
-        /// What it is.
-        kind: OpKind,
-    },
-    /// The factory returns (an instance, or an error).
-    Factory {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The activation's context.
-        context: ContextId,
-        /// It returned an instance.
-        ok: bool,
-    },
-    /// `activate` registers something through its open context.
-    Register {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-        /// What.
-        reg: Reg,
-    },
-    /// `activate` hangs: it returns only once its cancellation signal fired.
-    Hang {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-    },
-    /// `activate` returns.
-    ActivateReturned {
-        /// The extension (index into the scenario's extensions).
-        ext: Ext,
-        /// The context.
-        context: ContextId,
-        /// It returned `Ok`.
-        ok: bool,
-    },
-    /// The running hook finishes.
-    Hook {
-        /// The emit.
-        op: OpId,
-        /// The hook.
-        hook: LiveHook,
-        /// It succeeded.
-        ok: bool,
-    },
-    /// The shell runs the running emit's remaining hooks itself and reports
-    /// them in one input (`HooksFinished`), from the hook the core asked for
-    /// to the last.
-    Hooks {
-        /// The emit.
-        op: OpId,
-        /// The hooks it ran, in order.
-        hooks: Vec<LiveHook>,
-        /// Whether each succeeded.
-        results: Vec<bool>,
-    },
-    /// The running cleanup step finishes.
-    Cleanup {
-        /// The operation (rollback or shutdown).
-        op: OpId,
-        /// The step.
-        step: CleanupStep,
-        /// It succeeded.
-        ok: bool,
-    },
-    /// Extension code registers through a context whose activation settled.
-    LateRegister {
-        /// The extension, when the environment knows it.
-        ext: Option<Ext>,
-        /// The closed context.
-        context: ContextId,
-        /// What.
-        reg: Reg,
-    },
-    /// A caller calls a tool (`CallStart`): a live tool of an extension
-    /// just before the shutdown begins, or, right after the shutdown
-    /// completed, a tool that was live (which the core must refuse).
-    CallStart {
-        /// The extension whose tool it is (`None`: the base tool).
-        ext: Option<Ext>,
-        /// The runtime name called.
-        tool: String,
-    },
-    /// A tool call ends (`CallFinished`).
-    CallFinish {
-        /// The call.
-        call: CallId,
-        /// The extension whose tool it runs.
-        ext: Ext,
-        /// The call's own deadline had passed.
-        deadline_passed: bool,
-    },
-    /// The deadline of the step the running operation awaits passes
-    /// (`DeadlinePassed`).
-    Deadline {
-        /// The running operation.
-        op: OpId,
-        /// The step it awaits.
-        on: Awaited,
-    },
-    /// The task performing the step the running operation awaits ends
-    /// without a result (`StepLost`).
-    Lost {
-        /// The running operation.
-        op: OpId,
-        /// The step it awaits.
-        on: Awaited,
-    },
-}
+pub use crate::action::{Action, Awaited, Ext, Reg};
 
 /// The core's typed reply to an action, apart from the commands it set off.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,6 +43,9 @@ pub struct HostModel {
     pub scenario: Scenario,
     /// The seeded bug, or `None` for the real core.
     pub mutant: Option<Mutant>,
+    /// The `sometimes` properties, in order, with their conditions
+    /// ([`properties::examples`]).
+    pub examples: Vec<(&'static str, properties::Condition)>,
 }
 
 fn result(ok: bool, what: &str) -> Result<(), Failure> {
@@ -240,10 +82,13 @@ impl HostModel {
 
     /// A model of the core running `mutant`.
     pub fn with_mutant(bounds: Bounds, mutant: Option<Mutant>) -> Self {
-        Self {
+        let mut model = Self {
             scenario: Scenario::new(bounds),
             mutant,
-        }
+            examples: Vec::new(),
+        };
+        model.examples = properties::examples(&model);
+        model
     }
 
     /// The state every run starts from.
@@ -274,24 +119,12 @@ impl HostModel {
 
     /// The id of an extension by index.
     pub fn ext_id(&self, ext: Ext) -> &str {
-        self.scenario.extensions[usize::from(ext)].id()
+        self.scenario.ext_id(ext)
     }
 
     /// The registration a [`Reg`] stands for.
     pub fn registration(&self, ext: Option<Ext>, reg: Reg) -> Registration {
-        match reg {
-            Reg::Tool(i) => {
-                let ext = ext.expect("a pool tool names its extension");
-                Registration::Tool(
-                    self.scenario.extensions[usize::from(ext)].pool[usize::from(i)].clone(),
-                )
-            }
-            Reg::LateTool => {
-                Registration::Tool(exthost::core::ToolSpec::new(LATE_TOOL, "late tool", "00"))
-            }
-            Reg::Hook => Registration::Hook,
-            Reg::Disposer => Registration::Disposer,
-        }
+        self.scenario.registration(ext, reg)
     }
 
     /// The input of the running operation an action feeds to the core
@@ -450,32 +283,71 @@ impl HostModel {
     /// live before it (the first tool of the last extension activated, or
     /// the base tool): the core must refuse it (INV-12).
     fn call_after_shutdown(&self, s: &State, out: &mut Vec<Action>) {
-        let just_disposed = s
-            .env
-            .last
-            .iter()
-            .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
-        if !just_disposed {
-            return;
+        if let Some((ext, tool)) = &s.env.call_after {
+            out.push(Action::CallStart {
+                ext: *ext,
+                tool: tool.clone(),
+            });
         }
-        let action = s
-            .env
-            .active
+    }
+
+    /// The tool a caller calls right after the shutdown completed: the
+    /// first tool of the last extension activated, or the base tool.
+    fn tool_after_shutdown(&self, env: &Env) -> (Option<Ext>, String) {
+        env.active
             .iter()
             .rev()
             .find_map(|a| {
                 let meta = self.scenario.meta(&a.ext)?;
                 let (_, name) = a.tools.first()?;
-                Some(Action::CallStart {
-                    ext: Some(self.ext_index(&a.ext)),
-                    tool: meta.runtime_tool_name(name),
-                })
+                Some((Some(self.ext_index(&a.ext)), meta.runtime_tool_name(name)))
             })
-            .unwrap_or(Action::CallStart {
-                ext: None,
-                tool: BASE_TOOL.into(),
-            });
-        out.push(action);
+            .unwrap_or((None, BASE_TOOL.into()))
+    }
+
+    /// The end of every step: judges what settled (then forgets it), and
+    /// forgets what no property and no later choice reads any more, so
+    /// that histories the rest of the run cannot tell apart merge.
+    fn end_step(&self, s: &mut State) {
+        properties::judge_step(self, s);
+        let just_disposed = s
+            .env
+            .last
+            .iter()
+            .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
+        if just_disposed && self.scenario.bounds.calls > 0 {
+            s.env.call_after = Some(self.tool_after_shutdown(&s.env));
+        }
+        s.env.last.clear();
+        let env = &mut s.env;
+        if s.core.phase() != Phase::Open {
+            // No request, discovery or new activation attempt comes any
+            // more: their bounds and the previous attempt's context are
+            // read by nothing.
+            env.requests_left = 0;
+            env.script = clamp(self.scenario.script.len());
+            if env.running.iter().all(|a| a.cancelled || a.hung) {
+                env.hangs_left = 0;
+            }
+            let queued = env
+                .ops
+                .iter()
+                .any(|p| p.status == OpStatus::Queued && p.kind != OpKind::Dispose);
+            if !queued {
+                env.withdraws_left = 0;
+                if env.running.is_empty() {
+                    env.last_attempt = None;
+                }
+            }
+        }
+        if env.dispose_begun {
+            // Calls start only before the shutdown begins.
+            env.calls_left = 0;
+        }
+        if env.disposed {
+            // INV-1 and INV-3 no longer read the committed activations.
+            env.active.clear();
+        }
     }
 
     fn activation_actions(&self, s: &State, context: ContextId, out: &mut Vec<Action>) {
@@ -514,7 +386,17 @@ impl HostModel {
             self.time_actions(s, a.op, Awaited::Activate, !a.cancelled, out);
             return;
         }
-        if usize::from(a.tool_attempts) < b.tools {
+        // Partial-order reduction: registrations of different kinds
+        // commute (the core stages tools, hooks and disposers in separate
+        // lists, each kind with its own handle counter, and none of them
+        // reads the others or the cancellation signal), so `activate`
+        // registers its tools first, then its hooks, then its disposers.
+        // Every staged contribution, and so every state where it may
+        // return, hang or be cancelled, is still reached; only the orders
+        // that reach the same state again are skipped (fewer edges, the
+        // same states).
+        let (hooks, disposers) = (a.hook_attempts, a.disposer_attempts);
+        if usize::from(a.tool_attempts) < b.tools && hooks == 0 && disposers == 0 {
             let pool = self.scenario.extensions[usize::from(ext)].pool.len();
             for i in 0..pool {
                 out.push(Action::Register {
@@ -524,7 +406,7 @@ impl HostModel {
                 });
             }
         }
-        if usize::from(a.hook_attempts) < b.hooks {
+        if usize::from(hooks) < b.hooks && disposers == 0 {
             out.push(Action::Register {
                 ext,
                 context,
@@ -671,11 +553,9 @@ impl HostModel {
                 });
             }
         }
-        if let Some(open) = s.env.opened
-            && open.0 > 1
+        if let Some((open, stale)) = s.env.opened
             && s.core.open_context() == Some(open)
         {
-            let stale = ContextId(open.0 - 1);
             for reg in [Reg::LateTool, Reg::Hook] {
                 out.push(Action::LateRegister {
                     ext: None,
@@ -699,13 +579,16 @@ impl HostModel {
         }
     }
 
-    /// Applies `action` to a copy of `last` and observes the effects.
-    /// Returns `None` only for a refused scheduler probe (see
-    /// [`Action::Begin`]).
-    fn step(&self, last: &State, action: &Action) -> Option<State> {
+    /// Applies `action` to a copy of `last` and observes the effects,
+    /// without renaming handles (the checker's [`Model::next_state`] is
+    /// this step followed by [`State::canonicalize`]). Returns `None` only
+    /// for a refused scheduler probe (see [`Action::Begin`]).
+    pub fn step(&self, last: &State, action: &Action) -> Option<State> {
         let mut s = last.clone();
         s.env.last.clear();
         s.env.note = None;
+        s.env.shown = 0;
+        s.env.call_after = None;
         s.env.closed = None;
         s.env.opened = None;
         s.env.abandoned.clear();
@@ -729,6 +612,7 @@ impl HostModel {
             if let Some(a) = s.env.activation_mut(*context) {
                 a.hung = true;
             }
+            self.end_step(&mut s);
             return Some(s);
         }
         let before = &last.core;
@@ -742,8 +626,9 @@ impl HostModel {
                 }
                 Violations::record(
                     &mut s.env.violations.protocol,
-                    format!("{}: {error}", render::action(self, action)),
+                    format!("{}: {error}", render::action(&self.scenario, action)),
                 );
+                self.end_step(&mut s);
                 Some(s)
             }
             Ok((reply, effects)) => {
@@ -751,6 +636,7 @@ impl HostModel {
                 check_statuses(before, &mut s);
                 check_api_names(before, &mut s);
                 check_calls(&mut s);
+                self.end_step(&mut s);
                 Some(s)
             }
         }
@@ -1055,7 +941,7 @@ impl HostModel {
                             format!(
                                 "the factory of {extension} was called outside an activation \
                                  of {extension} ({op}, by: {})",
-                                render::action(self, action)
+                                render::action(&self.scenario, action)
                             ),
                         );
                     }
@@ -1067,8 +953,10 @@ impl HostModel {
                     match env.activation_mut(context) {
                         Some(a) => {
                             a.open = true;
-                            if self.scenario.bounds.late {
-                                env.opened = Some(context);
+                            if self.scenario.bounds.late
+                                && let Some(previous) = env.last_attempt
+                            {
+                                env.opened = Some((context, previous));
                             }
                         }
                         None => protocol(env, format!("activate run for unknown {context}")),
@@ -1298,6 +1186,9 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
         .iter()
         .position(|a| a.op == op)
         .map(|i| env.running.remove(i));
+    if let Some(a) = &activation {
+        env.last_attempt = Some(a.context);
+    }
     let mut cleanup = Vec::new();
     env.cleanup.retain(|c| {
         if c.op == op {
@@ -1397,7 +1288,7 @@ impl Model for HostModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![self.initial_state()]
+        vec![self.initial_state().canonical()]
     }
 
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
@@ -1501,11 +1392,16 @@ impl Model for HostModel {
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        self.step(last, &action)
+        // Symmetry reduction: every state the checker stores is canonical
+        // (handles renamed by rank, see `crate::canonical`), so states that
+        // differ only in handle numbers are one state.
+        let mut s = self.step(last, &action)?;
+        s.canonicalize();
+        Some(s)
     }
 
     fn format_action(&self, action: &Action) -> String {
-        render::action(self, action)
+        render::action(&self.scenario, action)
     }
 
     fn format_step(&self, last: &State, action: Action) -> Option<String> {
@@ -1521,13 +1417,13 @@ impl Model for HostModel {
         let next = self.step(last, &action)?;
         Some(format!(
             "{}\n\neffects:\n{effects}\n\n{}",
-            render::action(self, &action),
+            render::action(&self.scenario, &action),
             render::summary(&next)
         ))
     }
 
     fn as_svg(&self, path: Path<State, Action>) -> Option<String> {
-        Some(render::svg(self, path.last_state()))
+        Some(render::svg(&self.scenario, path.last_state()))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

@@ -322,8 +322,13 @@ fn cleanup_matches(
     Ok(())
 }
 
-/// INV-2: rollback completeness.
+/// INV-2: rollback completeness (judged when the rollback settles, see
+/// [`judge_step`]).
 pub fn inv2(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv2)
+}
+
+fn settled_inv2(s: &State) -> Result<(), String> {
     for settled in &s.env.last {
         let Some(failure) = failed(&settled.outcome) else {
             continue;
@@ -344,8 +349,13 @@ pub fn inv2(_: &HostModel, s: &State) -> Result<(), String> {
     Ok(())
 }
 
-/// INV-3: reverse disposal, every step once, exact aggregate.
+/// INV-3: reverse disposal, every step once, exact aggregate (judged when
+/// the shutdown settles, see [`judge_step`]).
 pub fn inv3(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv3)
+}
+
+fn settled_inv3(s: &State) -> Result<(), String> {
     for settled in &s.env.last {
         let OpOutcome::Disposed { failures } = &settled.outcome else {
             continue;
@@ -423,6 +433,10 @@ pub fn inv8(_: &HostModel, s: &State) -> Result<(), String> {
             ));
         }
     }
+    flag(&s.env.violations.inv8)
+}
+
+fn settled_inv8(s: &State) -> Result<(), String> {
     for settled in &s.env.last {
         let OpOutcome::Emitted { diagnostics } = &settled.outcome else {
             continue;
@@ -558,8 +572,13 @@ pub fn inv12b(_: &HostModel, s: &State) -> Result<(), String> {
 
 /// INV-12c: an expired deadline wins. An activation whose deadline passed
 /// never settles `Activated`; a cleanup step whose deadline passed is
-/// reported failed with `EXTENSION_TIMEOUT`.
+/// reported failed with `EXTENSION_TIMEOUT` (the settled part judged when
+/// the operation settles, see [`judge_step`]).
 pub fn inv12c(_: &HostModel, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv12c)
+}
+
+fn settled_inv12c(s: &State) -> Result<(), String> {
     for settled in &s.env.last {
         if let (OpOutcome::Activated { extension }, Some(a)) =
             (&settled.outcome, &settled.activation)
@@ -589,7 +608,7 @@ pub fn inv12c(_: &HostModel, s: &State) -> Result<(), String> {
             }
         }
     }
-    flag(&s.env.violations.inv12c)
+    Ok(())
 }
 
 /// The environment's protocol: no chosen input refused, no unexpected reply.
@@ -640,9 +659,92 @@ fn sometimes(name: &'static str, condition: fn(&HostModel, &State) -> bool) -> P
     Property::sometimes(name, condition)
 }
 
+/// Judges what settled in the step that led to `s` (the transient
+/// `s.env.last`, which the step clears afterwards): INV-2, INV-3, INV-8 and
+/// INV-12c are about the observations of an operation when it settles, and
+/// a broken one is recorded in `s.env.violations`, so that the settled
+/// observations need not stay in the state. Then records in `s.env.shown`
+/// which `sometimes` properties this state shows (see [`all`]).
+pub fn judge_step(m: &HostModel, s: &mut State) {
+    if !s.env.last.is_empty() {
+        let judged = [
+            settled_inv2(s),
+            settled_inv3(s),
+            settled_inv8(s),
+            settled_inv12c(s),
+        ];
+        let v = &mut s.env.violations;
+        let slots = [&mut v.inv2, &mut v.inv3, &mut v.inv8, &mut v.inv12c];
+        for (result, slot) in judged.into_iter().zip(slots) {
+            if let Err(reason) = result {
+                crate::state::Violations::record(slot, reason);
+            }
+        }
+    }
+    let mut shown = 0u64;
+    for (i, (_, condition)) in m.examples.iter().enumerate() {
+        if condition(m, s) {
+            shown |= 1 << i;
+        }
+    }
+    s.env.shown = shown;
+}
+
+/// The `sometimes` property number `I`: the step that led to the state
+/// showed it ([`judge_step`]).
+fn shown<const I: usize>(_: &HostModel, s: &State) -> bool {
+    s.env.shown & (1 << I) != 0
+}
+
+macro_rules! shown_table {
+    ($($i:literal)*) => { [$(shown::<$i>),*] };
+}
+
+/// One condition per `sometimes` property, by its position.
+const SHOWN: [fn(&HostModel, &State) -> bool; 64] = shown_table!(
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+    62 63
+);
+
+/// The `sometimes` properties the bounds can reach, in order, with the
+/// condition each is judged by on the state a step leads to (with what
+/// settled in that step).
+pub fn examples(m: &HostModel) -> Vec<(&'static str, Condition)> {
+    definitions(m)
+        .into_iter()
+        .filter(|p| p.expectation == Expectation::Sometimes)
+        .map(|p| (p.name, p.condition))
+        .collect()
+}
+
+/// A condition on a state.
+pub type Condition = fn(&HostModel, &State) -> bool;
+
 /// Every property of this model: the invariants, `protocol`, and the
-/// `sometimes` properties the bounds can reach.
+/// `sometimes` properties the bounds can reach. A `sometimes` property
+/// reads the mark [`judge_step`] left, so that the checker judges it on
+/// the stored state.
 pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
+    let mut i = 0;
+    definitions(m)
+        .into_iter()
+        .map(|p| {
+            if p.expectation == Expectation::Sometimes {
+                assert!(i < SHOWN.len(), "too many sometimes properties");
+                let q = Property::sometimes(p.name, SHOWN[i]);
+                i += 1;
+                q
+            } else {
+                p
+            }
+        })
+        .collect()
+}
+
+/// The properties as defined: `sometimes` conditions read the transient
+/// record of what settled.
+fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
     let b = &m.scenario.bounds;
     let mut p: Vec<Property<HostModel>> = vec![
         Property::always("INV-1", |m, s| inv1(m, s).is_ok()),

@@ -1,5 +1,9 @@
 //! Text and SVG for people: actions and effects in the spec's words, a
 //! state summary, and the explorer's picture of a state.
+//!
+//! Architecture invariant: depends on [`crate::action`], [`crate::state`]
+//! and [`crate::scenario`] only (never on the `Model` impl nor on the
+//! properties), so that everything above can render.
 
 use std::fmt::Write as _;
 
@@ -8,8 +12,8 @@ use exthost::core::{
     Phase, Registration,
 };
 
-use crate::model::{Action, Awaited, HostModel};
-use crate::scenario::DiscoveryStep;
+use crate::action::{Action, Awaited};
+use crate::scenario::{DiscoveryStep, Scenario};
 use crate::state::{Note, State};
 
 /// An operation kind as a caller writes it.
@@ -54,16 +58,11 @@ fn ok(ok: bool, yes: &str, no: &str) -> String {
 }
 
 /// An action in the spec's words.
-pub fn action(m: &HostModel, action: &Action) -> String {
+pub fn action(m: &Scenario, action: &Action) -> String {
     match action {
         Action::Discover(i) => {
-            let ids: Vec<String> = m
-                .scenario
-                .batch(*i)
-                .iter()
-                .map(|d| format!("{:?}", d.id))
-                .collect();
-            match &m.scenario.script[*i] {
+            let ids: Vec<String> = m.batch(*i).iter().map(|d| format!("{:?}", d.id)).collect();
+            match &m.script[*i] {
                 DiscoveryStep::Accept(_) => format!("discover [{}]", ids.join(", ")),
                 DiscoveryStep::Refuse { why, .. } => {
                     format!("discover [{}] (must be refused: {why})", ids.join(", "))
@@ -485,7 +484,7 @@ fn escape(text: &str) -> String {
 
 /// The explorer's picture of a state: one box per extension with its
 /// status, then the registry, the hooks, and the cleanup log.
-pub fn svg(_: &HostModel, s: &State) -> String {
+pub fn svg(_: &Scenario, s: &State) -> String {
     let mut body = String::new();
     let mut y = 20;
     for (i, e) in s.core.extensions().iter().enumerate() {

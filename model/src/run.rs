@@ -170,7 +170,7 @@ pub fn steps(model: &HostModel, path: Vec<(State, Option<Action>)>) -> Vec<Step>
                 },
             };
             out.push(Step {
-                action: render::action(model, &act),
+                action: render::action(&model.scenario, &act),
                 effects,
                 state: render::lines(&state),
             });

@@ -2,7 +2,9 @@
 //! register, the discovery script and the bounds that keep the state space
 //! finite.
 
-use exthost::core::{DefinitionMeta, HostCore, ToolRef, ToolSpec};
+use exthost::core::{DefinitionMeta, HostCore, Registration, ToolRef, ToolSpec};
+
+use crate::action::Reg;
 use serde::Serialize;
 
 /// The id of the manifest-style (namespaced) extension.
@@ -263,6 +265,25 @@ impl Scenario {
     /// The extension with this id.
     pub fn extension(&self, id: &str) -> Option<&ExtensionSpec> {
         self.extensions.iter().find(|e| e.id() == id)
+    }
+
+    /// The id of an extension by index.
+    pub fn ext_id(&self, ext: u8) -> &str {
+        self.extensions[usize::from(ext)].id()
+    }
+
+    /// The registration a [`Reg`] stands for (`ext`: the extension whose
+    /// pool a [`Reg::Tool`] indexes).
+    pub fn registration(&self, ext: Option<u8>, reg: Reg) -> Registration {
+        match reg {
+            Reg::Tool(i) => {
+                let ext = ext.expect("a pool tool names its extension");
+                Registration::Tool(self.extensions[usize::from(ext)].pool[usize::from(i)].clone())
+            }
+            Reg::LateTool => Registration::Tool(ToolSpec::new(LATE_TOOL, "late tool", "00")),
+            Reg::Hook => Registration::Hook,
+            Reg::Disposer => Registration::Disposer,
+        }
     }
 
     /// The metadata of the extension with this id.

@@ -197,6 +197,10 @@ pub enum Note {
 /// Invariants judged on a transition (before/after), recorded when broken.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Violations {
+    /// INV-2: a rollback settled with other cleanup than it had to run.
+    pub inv2: Option<String>,
+    /// INV-3: a shutdown settled with other cleanup than it had to run.
+    pub inv3: Option<String>,
     /// INV-4: an operation began out of call order.
     pub inv4: Option<String>,
     /// INV-5: a registration on a closed context changed something.
@@ -206,6 +210,9 @@ pub struct Violations {
     pub inv6: Option<String>,
     /// INV-7: a status transition H-1 does not list.
     pub inv7: Option<String>,
+    /// INV-8: an emit settled without calling every hook once, in order,
+    /// or with other diagnostics than the failed hooks.
+    pub inv8: Option<String>,
     /// INV-10: a live tool's API name changed while it stayed live.
     pub inv10: Option<String>,
     /// INV-12a: a shutdown cleanup step started while a tool call of its
@@ -270,16 +277,30 @@ pub struct Env {
     /// The context that closed in the last step, with its extension: a
     /// late registration may be tried through it in the next step.
     pub closed: Option<(ContextId, String)>,
-    /// The context that opened in the last step: in the next step, code of
-    /// the previous attempt may register through that attempt's (closed)
-    /// context.
-    pub opened: Option<ContextId>,
+    /// The context that opened in the last step, with the context of the
+    /// previous activation attempt: in the next step, code of the previous
+    /// attempt may register through that attempt's (closed) context.
+    pub opened: Option<(ContextId, ContextId)>,
+    /// The context of the last activation attempt that settled (committed
+    /// or rolled back): the previous attempt's context when the next one
+    /// opens. Kept as a handle (not computed from the context counter), so
+    /// that renaming handles keeps it.
+    pub last_attempt: Option<ContextId>,
     /// Cleanup steps of unsettled operations.
     pub cleanup: Vec<CleanupObs>,
     /// Emits in progress.
     pub emits: Vec<EmitObs>,
-    /// Operations settled by the last step.
+    /// Operations settled by the step under way: transient, judged and
+    /// cleared before the step ends (`properties::judge_step`), so it is
+    /// empty in every stored state.
     pub last: Vec<Settled>,
+    /// The `sometimes` properties the last step showed, one bit each in
+    /// the order of `properties::examples`.
+    pub shown: u64,
+    /// Right after the shutdown completed: the tool a caller then calls
+    /// (the last activated extension's first tool, by extension index and
+    /// runtime name; `None` for the base tool).
+    pub call_after: Option<(Option<u8>, String)>,
     /// What else the last step did.
     pub note: Option<Note>,
     /// Transition invariants found broken.

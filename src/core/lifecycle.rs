@@ -202,6 +202,11 @@ impl<S> Extension<S> {
     pub fn state(&self) -> &S {
         &self.state
     }
+    /// The state's data, to rename its handles (`machine/canonical.rs`); no
+    /// transition goes through here.
+    pub(in crate::core) fn state_data_mut(&mut self) -> &mut S {
+        &mut self.state
+    }
     fn into_state<T>(self, state: T) -> Extension<T> {
         Extension {
             meta: self.meta,

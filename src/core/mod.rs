@@ -15,10 +15,14 @@
 //! Architecture invariants (no file of the core imports another in a
 //! circle): `ids` and `mutant` depend on nothing; `registry` on them;
 //! `lifecycle` on `ids` and `registry`; `outcome` and `protocol` are data on
-//! top of those (and of `machine/declarations.rs`, which is pure); the
-//! transition code in `machine/` sits on top of everything. The core never
+//! top of those (and of `machine/declarations.rs`, which is pure);
+//! `renaming` (handle renamings) depends on `ids` only, and `canonical` on
+//! `renaming`, `lifecycle` and `outcome`; the transition code in `machine/`
+//! sits on top of everything (its `canonical.rs` renames the host's own
+//! handles with `canonical`'s helpers). The core never
 //! imports [`crate::host`], [`crate::manifest`] or anything async.
 
+pub mod canonical;
 pub mod dependencies;
 pub mod ids;
 pub mod lifecycle;
@@ -27,6 +31,7 @@ pub mod mutant;
 pub mod outcome;
 pub mod protocol;
 pub mod registry;
+mod renaming;
 
 pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 pub use lifecycle::{

@@ -17,6 +17,8 @@ use super::mutant::Mutant;
 use crate::error::codes;
 use crate::id::{IdError, validate_id_segment};
 
+mod renamed;
+
 /// The longest model-facing API name (M-6).
 pub const MAX_API_NAME_BYTES: usize = 64;
 

@@ -11,6 +11,9 @@
 //! - `activation.rs`, `emit.rs`, `dispose.rs`, `discovery.rs`: one
 //!   operation each; none of them uses another.
 //! - `probes.rs`: the seeded bugs' bodies, one statement at each site.
+//! - `canonical.rs`: the walk over every handle the host holds, for
+//!   canonical states (it builds on `state.rs` and on [`crate::core::canonical`]
+//!   only; no transition uses it).
 //! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
 //!   cursor and plan.
 //! - `declarations.rs`: M-5, pure, used by the manifest module too.
@@ -18,6 +21,7 @@
 mod activation;
 mod admission;
 mod calls;
+mod canonical;
 pub mod declarations;
 mod discovery;
 mod dispose;

@@ -190,6 +190,18 @@ impl CleanupCursor {
     pub fn into_failures(self) -> Vec<StepFailure> {
         self.failures
     }
+
+    /// The plan's steps and the failed ones, to read their handles
+    /// (`canonical.rs`).
+    pub fn parts(&self) -> (&[CleanupStep], &[StepFailure]) {
+        (&self.steps, &self.failures)
+    }
+
+    /// The plan's steps and the failed ones, to rename their handles
+    /// (`canonical.rs`); no transition goes through here.
+    pub fn parts_mut(&mut self) -> (&mut [CleanupStep], &mut [StepFailure]) {
+        (&mut self.steps, &mut self.failures)
+    }
 }
 
 /// The one cleanup plan of an extension's attempt: its disposers in

@@ -1,0 +1,42 @@
+//! The default bounds are the main job's contract: the `bounds` object that
+//! `check --json` prints must not change when the model gets faster
+//! (issue 10: a reduction may only remove states, never bounds).
+
+use exthost_model::Bounds;
+
+#[test]
+fn the_default_bounds_are_pinned() {
+    let json = serde_json::to_value(Bounds::default()).expect("bounds serialize");
+    let pinned = serde_json::json!({
+        "calls": 1,
+        "cleanup_failures": 2,
+        "deadlines": 1,
+        "disposers": 2,
+        "extensions": 3,
+        "hangs": 1,
+        "hooks": 1,
+        "late": true,
+        "losses": 1,
+        "manifest": true,
+        "ops": 3,
+        "refused": 2,
+        "tool_names": ["x", "m_x"],
+        "tools": 2,
+        "withdraws": 1
+    });
+    assert_eq!(json, pinned);
+    // Byte for byte, as `check --json` prints it.
+    assert_eq!(
+        serde_json::to_string(&Bounds::default()).expect("bounds serialize"),
+        r#"{"extensions":3,"manifest":true,"tools":2,"hooks":1,"disposers":2,"ops":3,"withdraws":1,"late":true,"hangs":1,"refused":2,"cleanup_failures":2,"tool_names":["x","m_x"],"calls":1,"deadlines":1,"losses":1}"#
+    );
+}
+
+#[test]
+fn the_ci_bounds_are_pinned() {
+    let json = serde_json::to_value(Bounds::ci()).expect("bounds serialize");
+    let mut expected = serde_json::to_value(Bounds::default()).expect("bounds serialize");
+    expected["hooks"] = 2.into();
+    expected["ops"] = 2.into();
+    assert_eq!(json, expected);
+}
