@@ -46,8 +46,11 @@ impl HostCore {
         if self.exts[ext].status() == Status::Active {
             return vec![self.settle(op, OpOutcome::AlreadyActive { extension: id })];
         }
-        // H-13: the dependencies that are not active first, each its own
-        // transaction, in dependency order; the extension asked for last.
+        // H-13: dependencies not active first (none: no graph walk), each
+        // its own transaction, in dependency order; the one asked for last.
+        if self.exts[ext].meta().dependencies.is_empty() {
+            return self.begin_link(op, id, Vec::new());
+        }
         let order = activation_order(|d| self.dependencies_of(d), &id);
         let mut chain: Vec<String> = match order {
             Err(missing) => {
@@ -72,15 +75,14 @@ impl HostCore {
         self.begin_link(op, first, chain)
     }
 
-    /// The dependencies of a known extension; `None` for an unknown id.
+    /// A known extension's dependencies; `None` for an unknown id.
     fn dependencies_of(&self, id: &str) -> Option<&[String]> {
         self.index
             .get(id)
             .map(|&slot| self.exts[slot].meta().dependencies.as_slice())
     }
 
-    /// Begins one transaction of an activation operation: `id`'s factory
-    /// runs; `then` (in reverse: the next one last) follow once it commits.
+    /// One transaction of an activation: `id`'s factory runs; `then` (next one last) follow.
     fn begin_link(&mut self, op: OpId, id: String, then: Vec<String>) -> Vec<Effect> {
         let target = then.first().cloned().unwrap_or_else(|| id.clone());
         let ext = self.slot_of(&id);
