@@ -120,7 +120,7 @@ fn settled_handles(s: &Settled, set: &mut HandleSet) {
     if let Some(e) = &s.emit {
         emit_handles(e, set);
     }
-    for a in &s.active_at_start {
+    for a in s.active_at_start.iter().chain(&s.retired) {
         activation_handles(a, set);
     }
 }
@@ -139,7 +139,7 @@ fn rename_settled(s: &mut Settled, r: &Renaming) {
     if let Some(e) = &mut s.emit {
         rename_emit(e, r);
     }
-    for a in &mut s.active_at_start {
+    for a in s.active_at_start.iter_mut().chain(&mut s.retired) {
         rename_activation(a, r);
     }
 }
@@ -153,7 +153,12 @@ impl Env {
         for p in &self.ops {
             set.add(p.op);
         }
-        for a in self.running.iter().chain(&self.active) {
+        for a in self
+            .running
+            .iter()
+            .chain(&self.active)
+            .chain(&self.retiring)
+        {
             activation_handles(a, set);
         }
         if let Some((context, _)) = &self.closed {
@@ -185,7 +190,12 @@ impl Env {
         for p in &mut self.ops {
             p.op = r.rename(p.op);
         }
-        for a in self.running.iter_mut().chain(&mut self.active) {
+        for a in self
+            .running
+            .iter_mut()
+            .chain(&mut self.active)
+            .chain(&mut self.retiring)
+        {
             rename_activation(a, r);
         }
         if let Some((context, _)) = &mut self.closed {

@@ -1,7 +1,7 @@
 //! What each property means, in one line: the single table the command
 //! lines print next to each verdict and put in their JSON report.
 //!
-//! Every property [`properties::all`](crate::properties::all) can return
+//! Every property [`properties::definitions`](crate::properties::definitions) can return
 //! must have a row here (a unit test walks the model under every preset and
 //! every seeded bug's bounds). A new property gets its meaning here, in the
 //! same change.
@@ -30,7 +30,7 @@ pub const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "INV-6",
-        "discovery: a refused batch changes nothing and no factory runs outside its own activation",
+        "discovery: a refused batch changes nothing and no factory runs outside an activation of itself or a dependent, or its reload",
     ),
     (
         "INV-7",
@@ -49,6 +49,18 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "registry: tool names and API names are unique and map back to each other, one API name per tool, kept from dormant to live",
     ),
     (
+        "INV-11a",
+        "reload: exactly one generation of each active extension's tools and hooks is live, never a mix, never none",
+    ),
+    (
+        "INV-11b",
+        "reload: a failed reload never committed its fresh generation and left the old one live and untouched",
+    ),
+    (
+        "INV-11c",
+        "reload: a completed reload retired its old generation, every cleanup step once, in reverse, failures reported",
+    ),
+    (
         "INV-12a",
         "calls: when an extension's cleanup step starts at shutdown, none of its tool calls is running",
     ),
@@ -61,8 +73,36 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "deadlines: an activation whose deadline passed never commits; a timed-out cleanup step is a failure",
     ),
     (
+        "INV-13a",
+        "dependencies: a dependent is never active, nor its factory run, while one of its dependencies is not active",
+    ),
+    (
+        "INV-13b",
+        "dependencies: shutdown cleans every dependent up before its dependencies",
+    ),
+    (
         "protocol",
         "the model's own consistency: the core accepted every input the environment chose",
+    ),
+    (
+        "a reload swapped in its fresh generation",
+        "reached: a reload that committed its fresh generation and retired the old one",
+    ),
+    (
+        "a failed reload left the old generation live",
+        "reached: a reload whose fresh generation failed and was rolled back",
+    ),
+    (
+        "a dependent activated after its dependency",
+        "reached: an extension with a dependency activated (its dependency first, H-13)",
+    ),
+    (
+        "a failed dependency stopped its dependent",
+        "reached: EXTENSION_DEPENDENCY_FAILED before the dependent's factory ran",
+    ),
+    (
+        "an activation refused for a missing dependency",
+        "reached: EXTENSION_DEPENDENCY_MISSING before anything ran",
     ),
     (
         "an activation rolled back with a failing disposer",
@@ -176,13 +216,19 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::{MEANINGS, meaning};
+    use crate::HostModel;
     use crate::mutants::MUTANTS;
     use crate::scenario::Bounds;
-    use crate::{HostModel, properties};
+    use stateright::Model as _;
 
     #[test]
     fn every_property_the_model_returns_has_a_meaning() {
-        let mut presets = vec![Bounds::default(), Bounds::ci(), Bounds::ci_names()];
+        let mut presets = vec![
+            Bounds::default(),
+            Bounds::ci(),
+            Bounds::ci_names(),
+            Bounds::lifecycle(),
+        ];
         presets.extend(MUTANTS.iter().map(|c| c.bounds()));
         presets.push(Bounds {
             manifest: false,
@@ -195,7 +241,7 @@ mod tests {
         let mut seen = BTreeSet::new();
         for bounds in presets {
             let model = HostModel::new(bounds);
-            for p in properties::all(&model) {
+            for p in model.properties() {
                 assert!(
                     meaning(p.name).is_some(),
                     "property {:?} has no meaning in model/src/meaning.rs",

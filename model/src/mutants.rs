@@ -22,7 +22,7 @@ pub struct MutantCase {
 /// `Mutant::SuffixNotCheckedFree` is not here: only a three-way API-name
 /// collision shows it, which the default bounds do not reach; the registry
 /// property test (`proptests/tests/registry.rs`) catches it.
-pub const MUTANTS: [MutantCase; 15] = [
+pub const MUTANTS: [MutantCase; 20] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -50,7 +50,7 @@ pub const MUTANTS: [MutantCase; 15] = [
     MutantCase {
         mutant: Mutant::ForwardShutdown,
         name: "ForwardShutdown",
-        breaks: &["INV-3"],
+        breaks: &["INV-3", "INV-13b"],
         summary: "shutdown cleans up extensions in activation order",
     },
     MutantCase {
@@ -113,6 +113,36 @@ pub const MUTANTS: [MutantCase; 15] = [
         breaks: &["INV-10"],
         summary: "the registry never frees an API name on removal",
     },
+    MutantCase {
+        mutant: Mutant::DependencyIgnored,
+        name: "DependencyIgnored",
+        breaks: &["INV-13a"],
+        summary: "activation starts the extension asked for, not its dependencies first",
+    },
+    MutantCase {
+        mutant: Mutant::DependencyFailureRunsDependent,
+        name: "DependencyFailureRunsDependent",
+        breaks: &["INV-13a"],
+        summary: "after a dependency failed, its dependent's factory runs anyway",
+    },
+    MutantCase {
+        mutant: Mutant::ReloadBreaksBeforeMake,
+        name: "ReloadBreaksBeforeMake",
+        breaks: &["INV-11a"],
+        summary: "a reload withdraws the old generation's tools before the fresh one validated",
+    },
+    MutantCase {
+        mutant: Mutant::ReloadNeverRetiresOld,
+        name: "ReloadNeverRetiresOld",
+        breaks: &["INV-11c"],
+        summary: "a reload settles at its commit and never cleans the old generation up",
+    },
+    MutantCase {
+        mutant: Mutant::ReloadFailureCleansOld,
+        name: "ReloadFailureCleansOld",
+        breaks: &["INV-11b"],
+        summary: "a failed reload's rollback also runs the live old generation's cleanup",
+    },
 ];
 
 impl MutantCase {
@@ -143,6 +173,8 @@ impl MutantCase {
             calls: 0,
             deadlines: 0,
             losses: 0,
+            reloads: 0,
+            dependency: false,
         };
         match self.mutant {
             Mutant::PublishBeforeValidate => b.tools = 1,
@@ -153,7 +185,14 @@ impl MutantCase {
             }
             Mutant::ForwardRollback => b.disposers = 2,
             Mutant::StopCleanupAtFirstFailure => b.disposers = 1,
-            Mutant::ForwardShutdown => b.ops = 2,
+            Mutant::ForwardShutdown => {
+                // `a` depends on the late `m`: activating `a` activates
+                // `m` first (which commits only with its declared tool),
+                // and a forward shutdown cleans `m` up first.
+                b.manifest = true;
+                b.dependency = true;
+                b.tools = 1;
+            }
             Mutant::NoContextClosedCheck => {
                 b.late = true;
                 b.extensions = 1;
@@ -193,13 +232,21 @@ impl MutantCase {
                 b.manifest = true;
                 b.tools = 1;
             }
-            // Dependencies and reload are not in the model's environment
-            // yet, so these seeded bugs have no case in `MUTANTS`; the host
-            // suites (`host_dependencies`, `host_reload`) cover the rules.
-            Mutant::DependencyIgnored
-            | Mutant::DependencyFailureRunsDependent
-            | Mutant::ReloadBreaksBeforeMake
-            | Mutant::ReloadNeverRetiresOld => {}
+            Mutant::DependencyIgnored | Mutant::DependencyFailureRunsDependent => {
+                // `a` depends on the late manifest extension `m`.
+                b.manifest = true;
+                b.dependency = true;
+            }
+            Mutant::ReloadBreaksBeforeMake => {
+                // An active extension with a tool, reloaded.
+                b.tools = 1;
+                b.reloads = 1;
+                b.extensions = 1;
+            }
+            Mutant::ReloadNeverRetiresOld | Mutant::ReloadFailureCleansOld => {
+                b.reloads = 1;
+                b.extensions = 1;
+            }
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

@@ -1,5 +1,6 @@
 //! The invariants of docs/spec.md section 6 as stateright properties, named
-//! `INV-1` ... `INV-10` and `INV-12a` ... `INV-12c`, plus `sometimes` properties that prove the
+//! `INV-1` ... `INV-10`, `INV-11a` ... `INV-11c`, `INV-12a` ... `INV-12c`
+//! and `INV-13a`, `INV-13b`, plus `sometimes` properties that prove the
 //! interesting states are reached (a property never exercised is a defect).
 //!
 //! Every check returns `Err(reason)` with the reason in the spec's words, so
@@ -8,23 +9,28 @@
 use std::collections::BTreeSet;
 
 use exthost::core::{
-    Binding, CleanupKind, CleanupStep, FailureCause, LiveHook, OpOutcome, Owner, RegistryError,
-    is_api_name,
+    Binding, CleanupKind, FailureCause, LiveHook, OpOutcome, Owner, RegistryError, is_api_name,
 };
-use stateright::{Expectation, Property};
+use stateright::Expectation;
 
-use crate::model::HostModel;
+use crate::scenario::Scenario;
+
+mod cleanup;
+mod generations;
+
 use crate::state::{Activation, Note, Settled, State};
+use cleanup::{cleanup_matches, cleanup_steps, flag};
+pub use generations::{inv11a, inv11b, inv11c, inv13a, inv13b};
 
 /// A check with a reason: `Ok` when the state satisfies it.
-pub type Check = fn(&HostModel, &State) -> Result<(), String>;
+pub type Check = fn(&Scenario, &State) -> Result<(), String>;
 
 /// The names of the checked invariants, in order (INV-12 is three
 /// properties: calls drained before cleanup, nothing runs after shutdown,
 /// an expired deadline wins).
-pub const INVARIANTS: [&str; 13] = [
+pub const INVARIANTS: [&str; 18] = [
     "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "INV-9", "INV-10",
-    "INV-12a", "INV-12b", "INV-12c",
+    "INV-11a", "INV-11b", "INV-11c", "INV-12a", "INV-12b", "INV-12c", "INV-13a", "INV-13b",
 ];
 
 /// The codes a deadline and a lost task give the step they end.
@@ -39,15 +45,19 @@ fn show<T: std::fmt::Debug>(items: &[T]) -> String {
     format!("{items:?}")
 }
 
+/// The failure of an activation attempt that rolled back: an activation's,
+/// a dependency's (H-13) or a reload's fresh generation (H-12).
 fn failed(outcome: &OpOutcome) -> Option<&exthost::core::ActivationFailure> {
     match outcome {
-        OpOutcome::ActivationFailed(f) => Some(f),
+        OpOutcome::ActivationFailed(f)
+        | OpOutcome::ReloadFailed(f)
+        | OpOutcome::DependencyFailed { failure: f, .. } => Some(f),
         _ => None,
     }
 }
 
 /// INV-1: atomic publication.
-pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     let core = &s.core;
     let env = &s.env;
     let registry = core.registry();
@@ -63,7 +73,6 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
         }
         return Ok(());
     }
-    let sc = &m.scenario;
     let active: BTreeSet<&str> = env.active.iter().map(|a| a.ext.as_str()).collect();
     for slot in core.extensions() {
         let is_active = slot.status() == exthost::core::Status::Active;
@@ -81,13 +90,14 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
         }
     }
     // Live entries, in publication order: the base tools, then each active
-    // extension in activation order, its tools in registration order.
+    // extension in the order its tools were published (activation order,
+    // a reloaded one last), its tools in registration order.
     let expected = sc
         .base
         .iter()
         .zip(&sc.base_refs)
         .map(|(spec, r)| (None, spec.name.as_str(), Binding::Live(*r)))
-        .chain(env.active.iter().flat_map(|a| {
+        .chain(published(env).flat_map(|a| {
             a.tools
                 .iter()
                 .map(move |(tool, name)| (Some(a), name.as_str(), Binding::Live(*tool)))
@@ -114,10 +124,10 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
                     }
                 };
                 if !runtime_ok || e.binding != binding {
-                    return Err(live_mismatch(m, s));
+                    return Err(live_mismatch(sc, s));
                 }
             }
-            _ => return Err(live_mismatch(m, s)),
+            _ => return Err(live_mismatch(sc, s)),
         }
     }
     // Dormant descriptors: exactly the declared tools of discovered manifest
@@ -134,7 +144,7 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
     for e in registry.iter().filter(|e| e.binding == Binding::Dormant) {
         dormant += 1;
         let Owner::Extension(id) = &e.owner else {
-            return Err(dormant_mismatch(m, s));
+            return Err(dormant_mismatch(sc, s));
         };
         let expected = env.discovered.contains(id)
             && !active.contains(id.as_str())
@@ -150,11 +160,11 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
                     })
             });
         if !expected {
-            return Err(dormant_mismatch(m, s));
+            return Err(dormant_mismatch(sc, s));
         }
     }
     if dormant != expected_dormant {
-        return Err(dormant_mismatch(m, s));
+        return Err(dormant_mismatch(sc, s));
     }
     // Hooks: the hooks of active extensions in (activation, registration)
     // order.
@@ -173,15 +183,21 @@ pub fn inv1(m: &HostModel, s: &State) -> Result<(), String> {
     Ok(())
 }
 
-fn live_mismatch(m: &HostModel, s: &State) -> String {
-    let sc = &m.scenario;
+/// The active generations in the order their tools were published.
+fn published(env: &crate::state::Env) -> impl Iterator<Item = &Activation> {
+    env.published
+        .iter()
+        .filter_map(|id| env.active.iter().find(|a| a.ext == *id))
+}
+
+fn live_mismatch(sc: &Scenario, s: &State) -> String {
     let mut expected: Vec<(String, Owner, Binding)> = sc
         .base
         .iter()
         .zip(&sc.base_refs)
         .map(|(spec, r)| (spec.name.clone(), Owner::Base, Binding::Live(*r)))
         .collect();
-    for a in &s.env.active {
+    for a in published(&s.env) {
         if let Some(meta) = sc.meta(&a.ext) {
             for (tool, name) in &a.tools {
                 expected.push((
@@ -206,10 +222,10 @@ fn live_mismatch(m: &HostModel, s: &State) -> String {
     )
 }
 
-fn dormant_mismatch(m: &HostModel, s: &State) -> String {
+fn dormant_mismatch(sc: &Scenario, s: &State) -> String {
     let mut expected = BTreeSet::new();
     for id in &s.env.discovered {
-        let Some(meta) = m.scenario.meta(id) else {
+        let Some(meta) = sc.meta(id) else {
             continue;
         };
         if !meta.namespaced || s.env.active.iter().any(|a| &a.ext == id) {
@@ -254,77 +270,9 @@ fn hooks_mismatch(s: &State) -> String {
     )
 }
 
-/// The cleanup an activation's contribution needs: its acquired disposers
-/// in reverse registration order, then the instance (if it has one).
-fn cleanup_steps(a: &Activation, instance: bool) -> Vec<CleanupStep> {
-    let step = |kind| CleanupStep {
-        extension: a.ext.clone(),
-        context: a.context,
-        kind,
-    };
-    let mut steps: Vec<CleanupStep> = a
-        .disposers
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(index, disposer)| {
-            step(CleanupKind::Disposer {
-                index,
-                disposer: *disposer,
-            })
-        })
-        .collect();
-    if instance {
-        steps.push(step(CleanupKind::Instance));
-    }
-    steps
-}
-
-/// Compares the observed cleanup of a settled operation with what it had to
-/// do, and the reported failures with the observed ones.
-fn cleanup_matches(
-    settled: &Settled,
-    expected: &[CleanupStep],
-    reported: &[exthost::core::StepFailure],
-    what: &str,
-) -> Result<(), String> {
-    let observed: Vec<&CleanupStep> = settled.cleanup.iter().map(|c| &c.step).collect();
-    let expected_refs: Vec<&CleanupStep> = expected.iter().collect();
-    if observed != expected_refs {
-        return Err(format!(
-            "{what} {} ran the cleanup steps {} but had to run {}",
-            settled.op,
-            crate::render::steps(observed.iter().copied()),
-            crate::render::steps(expected.iter()),
-        ));
-    }
-    if settled.cleanup.iter().any(|c| c.failed.is_none()) {
-        return Err(format!(
-            "{what} {} settled while a cleanup step still ran",
-            settled.op
-        ));
-    }
-    let failed: Vec<&CleanupStep> = settled
-        .cleanup
-        .iter()
-        .filter(|c| c.failed == Some(true))
-        .map(|c| &c.step)
-        .collect();
-    let reported: Vec<&CleanupStep> = reported.iter().map(|f| &f.step).collect();
-    if failed != reported {
-        return Err(format!(
-            "{what} {} reports the failed steps {} but {} failed",
-            settled.op,
-            crate::render::steps(reported.iter().copied()),
-            crate::render::steps(failed.iter().copied()),
-        ));
-    }
-    Ok(())
-}
-
 /// INV-2: rollback completeness (judged when the rollback settles, see
 /// [`judge_step`]).
-pub fn inv2(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv2(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv2)
 }
 
@@ -351,7 +299,7 @@ fn settled_inv2(s: &State) -> Result<(), String> {
 
 /// INV-3: reverse disposal, every step once, exact aggregate (judged when
 /// the shutdown settles, see [`judge_step`]).
-pub fn inv3(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv3(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv3)
 }
 
@@ -371,7 +319,7 @@ fn settled_inv3(s: &State) -> Result<(), String> {
 }
 
 /// INV-4: serialization.
-pub fn inv4(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv4(_: &Scenario, s: &State) -> Result<(), String> {
     let running = s.core.running_ops();
     if running.len() > 1 {
         return Err(format!(
@@ -395,32 +343,25 @@ pub fn inv4(_: &HostModel, s: &State) -> Result<(), String> {
     }
 }
 
-fn flag(v: &Option<String>) -> Result<(), String> {
-    match v {
-        Some(v) => Err(v.clone()),
-        None => Ok(()),
-    }
-}
-
 /// INV-5: a registration on a closed context changes nothing.
-pub fn inv5(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv5(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv5)
 }
 
 /// INV-6: a refused batch changes nothing; factories run only inside an
 /// activation of their own id.
-pub fn inv6(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv6(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv6)
 }
 
 /// INV-7: only H-1 transitions.
-pub fn inv7(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv7(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv7)
 }
 
 /// INV-8: each emit calls every hook live at its start exactly once, in
 /// order, and reports exactly the failed ones.
-pub fn inv8(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv8(_: &Scenario, s: &State) -> Result<(), String> {
     for e in &s.env.emits {
         let called: Vec<&LiveHook> = e.calls.iter().map(|c| &c.0).collect();
         let prefix: Vec<&LiveHook> = e.live.iter().take(called.len()).collect();
@@ -476,7 +417,7 @@ fn settled_inv8(s: &State) -> Result<(), String> {
 
 /// INV-9's goal: shutdown completed and every request settled (or was
 /// withdrawn). `eventually` holds when every complete path reaches it.
-pub fn inv9_goal(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv9_goal(_: &Scenario, s: &State) -> Result<(), String> {
     let mut missing = Vec::new();
     if !s.env.disposed {
         missing.push(format!(
@@ -509,7 +450,7 @@ pub fn inv9_goal(_: &HostModel, s: &State) -> Result<(), String> {
 /// mapping reversible, exactly one API name held per tool (and stable
 /// while a tool stays live, and from its dormant descriptor to its live
 /// tool).
-pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv10(_: &Scenario, s: &State) -> Result<(), String> {
     let registry = s.core.registry();
     let mut count = 0;
     for e in registry.iter() {
@@ -550,7 +491,7 @@ pub fn inv10(_: &HostModel, s: &State) -> Result<(), String> {
 /// INV-12a: when a shutdown cleanup step of an extension starts, none of
 /// its tool calls is running (checked on every `RunCleanup` of the
 /// shutdown against the calls the environment sees in flight).
-pub fn inv12a(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv12a(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv12a)
 }
 
@@ -558,7 +499,7 @@ pub fn inv12a(_: &HostModel, s: &State) -> Result<(), String> {
 /// (each finished or was abandoned); no call was admitted after the
 /// shutdown began; no extension code (factory, `activate`, hook, cleanup
 /// step) was asked to run after it completed.
-pub fn inv12b(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv12b(_: &Scenario, s: &State) -> Result<(), String> {
     if s.env.disposed
         && let Some(c) = s.env.calls.first()
     {
@@ -574,7 +515,7 @@ pub fn inv12b(_: &HostModel, s: &State) -> Result<(), String> {
 /// never settles `Activated`; a cleanup step whose deadline passed is
 /// reported failed with `EXTENSION_TIMEOUT` (the settled part judged when
 /// the operation settles, see [`judge_step`]).
-pub fn inv12c(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn inv12c(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv12c)
 }
 
@@ -612,7 +553,7 @@ fn settled_inv12c(s: &State) -> Result<(), String> {
 }
 
 /// The environment's protocol: no chosen input refused, no unexpected reply.
-pub fn protocol(_: &HostModel, s: &State) -> Result<(), String> {
+pub fn protocol(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.protocol)
 }
 
@@ -629,9 +570,14 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-8" => inv8,
         "INV-9" => inv9_goal,
         "INV-10" => inv10,
+        "INV-11a" => inv11a,
+        "INV-11b" => inv11b,
+        "INV-11c" => inv11c,
         "INV-12a" => inv12a,
         "INV-12b" => inv12b,
         "INV-12c" => inv12c,
+        "INV-13a" => inv13a,
+        "INV-13b" => inv13b,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -655,8 +601,49 @@ fn cause(settled: &Settled) -> Option<&FailureCause> {
     failed(&settled.outcome).map(|f| &f.cause)
 }
 
-fn sometimes(name: &'static str, condition: fn(&HostModel, &State) -> bool) -> Property<HostModel> {
-    Property::sometimes(name, condition)
+fn sometimes(name: &'static str, condition: Condition) -> Definition {
+    Definition {
+        name,
+        expectation: Expectation::Sometimes,
+        condition,
+    }
+}
+
+/// A condition on a state, judged with the scenario it runs in.
+pub type Condition = fn(&Scenario, &State) -> bool;
+
+/// One property as this module defines it: the checker's
+/// [`stateright::Property`] list is built from these on top (see
+/// `crate::model`), so that the judgements do not depend on the `Model`
+/// impl.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// Its name (`INV-1`, ..., `protocol`, or the sentence of a `sometimes`
+    /// property).
+    pub name: &'static str,
+    /// Always, eventually or sometimes.
+    pub expectation: Expectation,
+    /// The condition: for a `sometimes` property, judged on the step that
+    /// led to the state, with what settled in it ([`judge_step`]).
+    pub condition: Condition,
+}
+
+impl Definition {
+    fn always(name: &'static str, condition: Condition) -> Self {
+        Self {
+            name,
+            expectation: Expectation::Always,
+            condition,
+        }
+    }
+
+    fn eventually(name: &'static str, condition: Condition) -> Self {
+        Self {
+            name,
+            expectation: Expectation::Eventually,
+            condition,
+        }
+    }
 }
 
 /// Judges what settled in the step that led to `s` (the transient
@@ -664,17 +651,29 @@ fn sometimes(name: &'static str, condition: fn(&HostModel, &State) -> bool) -> P
 /// INV-12c are about the observations of an operation when it settles, and
 /// a broken one is recorded in `s.env.violations`, so that the settled
 /// observations need not stay in the state. Then records in `s.env.shown`
-/// which `sometimes` properties this state shows (see [`all`]).
-pub fn judge_step(m: &HostModel, s: &mut State) {
+/// which of the `examples` (the `sometimes` properties, in order) this
+/// state shows.
+pub fn judge_step(sc: &Scenario, examples: &[(&'static str, Condition)], s: &mut State) {
     if !s.env.last.is_empty() {
         let judged = [
             settled_inv2(s),
             settled_inv3(s),
             settled_inv8(s),
+            generations::settled_inv11b(s),
+            generations::settled_inv11c(s),
             settled_inv12c(s),
+            generations::settled_inv13b(sc, s),
         ];
         let v = &mut s.env.violations;
-        let slots = [&mut v.inv2, &mut v.inv3, &mut v.inv8, &mut v.inv12c];
+        let slots = [
+            &mut v.inv2,
+            &mut v.inv3,
+            &mut v.inv8,
+            &mut v.inv11b,
+            &mut v.inv11c,
+            &mut v.inv12c,
+            &mut v.inv13b,
+        ];
         for (result, slot) in judged.into_iter().zip(slots) {
             if let Err(reason) = result {
                 crate::state::Violations::record(slot, reason);
@@ -682,85 +681,50 @@ pub fn judge_step(m: &HostModel, s: &mut State) {
         }
     }
     let mut shown = 0u64;
-    for (i, (_, condition)) in m.examples.iter().enumerate() {
-        if condition(m, s) {
+    for (i, (_, condition)) in examples.iter().enumerate() {
+        if condition(sc, s) {
             shown |= 1 << i;
         }
     }
     s.env.shown = shown;
 }
 
-/// The `sometimes` property number `I`: the step that led to the state
-/// showed it ([`judge_step`]).
-fn shown<const I: usize>(_: &HostModel, s: &State) -> bool {
-    s.env.shown & (1 << I) != 0
-}
-
-macro_rules! shown_table {
-    ($($i:literal)*) => { [$(shown::<$i>),*] };
-}
-
-/// One condition per `sometimes` property, by its position.
-const SHOWN: [fn(&HostModel, &State) -> bool; 64] = shown_table!(
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
-    62 63
-);
-
 /// The `sometimes` properties the bounds can reach, in order, with the
 /// condition each is judged by on the state a step leads to (with what
 /// settled in that step).
-pub fn examples(m: &HostModel) -> Vec<(&'static str, Condition)> {
-    definitions(m)
+pub fn examples(sc: &Scenario) -> Vec<(&'static str, Condition)> {
+    definitions(sc)
         .into_iter()
         .filter(|p| p.expectation == Expectation::Sometimes)
         .map(|p| (p.name, p.condition))
         .collect()
 }
 
-/// A condition on a state.
-pub type Condition = fn(&HostModel, &State) -> bool;
-
-/// Every property of this model: the invariants, `protocol`, and the
-/// `sometimes` properties the bounds can reach. A `sometimes` property
-/// reads the mark [`judge_step`] left, so that the checker judges it on
-/// the stored state.
-pub fn all(m: &HostModel) -> Vec<Property<HostModel>> {
-    let mut i = 0;
-    definitions(m)
-        .into_iter()
-        .map(|p| {
-            if p.expectation == Expectation::Sometimes {
-                assert!(i < SHOWN.len(), "too many sometimes properties");
-                let q = Property::sometimes(p.name, SHOWN[i]);
-                i += 1;
-                q
-            } else {
-                p
-            }
-        })
-        .collect()
-}
-
-/// The properties as defined: `sometimes` conditions read the transient
-/// record of what settled.
-fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
-    let b = &m.scenario.bounds;
-    let mut p: Vec<Property<HostModel>> = vec![
-        Property::always("INV-1", |m, s| inv1(m, s).is_ok()),
-        Property::always("INV-2", |m, s| inv2(m, s).is_ok()),
-        Property::always("INV-3", |m, s| inv3(m, s).is_ok()),
-        Property::always("INV-4", |m, s| inv4(m, s).is_ok()),
-        Property::always("INV-5", |m, s| inv5(m, s).is_ok()),
-        Property::always("INV-6", |m, s| inv6(m, s).is_ok()),
-        Property::always("INV-7", |m, s| inv7(m, s).is_ok()),
-        Property::always("INV-8", |m, s| inv8(m, s).is_ok()),
-        Property::eventually("INV-9", |m, s| inv9_goal(m, s).is_ok()),
-        Property::always("INV-10", |m, s| inv10(m, s).is_ok()),
-        Property::always("INV-12a", |m, s| inv12a(m, s).is_ok()),
-        Property::always("INV-12b", |m, s| inv12b(m, s).is_ok()),
-        Property::always("INV-12c", |m, s| inv12c(m, s).is_ok()),
-        Property::always(PROTOCOL, |m, s| protocol(m, s).is_ok()),
+/// Every property of a model of this scenario, as defined: the
+/// invariants, `protocol`, and the `sometimes` properties the bounds can
+/// reach (whose conditions read the transient record of what settled).
+pub fn definitions(sc: &Scenario) -> Vec<Definition> {
+    let b = &sc.bounds;
+    let mut p: Vec<Definition> = vec![
+        Definition::always("INV-1", |sc, s| inv1(sc, s).is_ok()),
+        Definition::always("INV-2", |sc, s| inv2(sc, s).is_ok()),
+        Definition::always("INV-3", |sc, s| inv3(sc, s).is_ok()),
+        Definition::always("INV-4", |sc, s| inv4(sc, s).is_ok()),
+        Definition::always("INV-5", |sc, s| inv5(sc, s).is_ok()),
+        Definition::always("INV-6", |sc, s| inv6(sc, s).is_ok()),
+        Definition::always("INV-7", |sc, s| inv7(sc, s).is_ok()),
+        Definition::always("INV-8", |sc, s| inv8(sc, s).is_ok()),
+        Definition::eventually("INV-9", |sc, s| inv9_goal(sc, s).is_ok()),
+        Definition::always("INV-10", |sc, s| inv10(sc, s).is_ok()),
+        Definition::always("INV-11a", |sc, s| inv11a(sc, s).is_ok()),
+        Definition::always("INV-11b", |sc, s| inv11b(sc, s).is_ok()),
+        Definition::always("INV-11c", |sc, s| inv11c(sc, s).is_ok()),
+        Definition::always("INV-12a", |sc, s| inv12a(sc, s).is_ok()),
+        Definition::always("INV-12b", |sc, s| inv12b(sc, s).is_ok()),
+        Definition::always("INV-12c", |sc, s| inv12c(sc, s).is_ok()),
+        Definition::always("INV-13a", |sc, s| inv13a(sc, s).is_ok()),
+        Definition::always("INV-13b", |sc, s| inv13b(sc, s).is_ok()),
+        Definition::always(PROTOCOL, |sc, s| protocol(sc, s).is_ok()),
         sometimes(
             "an activation rolled back with a failing disposer",
             |_, s| {
@@ -854,15 +818,14 @@ fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
             s.env.note == Some(Note::DiscoveryRefused)
         }));
     }
-    if m.scenario.has_manifest() {
+    if sc.has_manifest() {
         p.push(sometimes(
             "a manifest extension active (dormant descriptor replaced)",
-            |m, s| {
+            |sc, s| {
                 any_settled(s, |st| match &st.outcome {
-                    OpOutcome::Activated { extension } => m
-                        .scenario
-                        .meta(extension)
-                        .is_some_and(|meta| meta.namespaced),
+                    OpOutcome::Activated { extension } => {
+                        sc.meta(extension).is_some_and(|meta| meta.namespaced)
+                    }
                     _ => false,
                 })
             },
@@ -922,7 +885,46 @@ fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
             },
         ));
     }
-    if m.scenario.has_invalid_plain_name() {
+    if b.reloads > 0 {
+        p.push(sometimes(
+            "a reload swapped in its fresh generation",
+            |_, s| any_settled(s, |st| matches!(st.outcome, OpOutcome::Reloaded { .. })),
+        ));
+        p.push(sometimes(
+            "a failed reload left the old generation live",
+            |_, s| any_settled(s, |st| matches!(st.outcome, OpOutcome::ReloadFailed(_))),
+        ));
+    }
+    if sc.has_dependency() {
+        p.push(sometimes(
+            "a dependent activated after its dependency",
+            |sc, s| {
+                any_settled(s, |st| match &st.outcome {
+                    OpOutcome::Activated { extension } => sc
+                        .meta(extension)
+                        .is_some_and(|m| !m.dependencies.is_empty()),
+                    _ => false,
+                })
+            },
+        ));
+        p.push(sometimes(
+            "a failed dependency stopped its dependent",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(st.outcome, OpOutcome::DependencyFailed { .. })
+                })
+            },
+        ));
+        p.push(sometimes(
+            "an activation refused for a missing dependency",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(st.outcome, OpOutcome::DependencyMissing { .. })
+                })
+            },
+        ));
+    }
+    if sc.has_invalid_plain_name() {
         p.push(sometimes(
             "a plain extension's `ext:tool` name refused (H-4)",
             |_, s| {
@@ -935,7 +937,7 @@ fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
             },
         ));
     }
-    if m.scenario.has_api_collision() {
+    if sc.has_api_collision() {
         p.push(sometimes("an API name suffixed on collision", |_, s| {
             // A suffix makes the API name longer than the runtime name
             // (the scenario's names are short, so no name is shortened).
@@ -949,8 +951,8 @@ fn definitions(m: &HostModel) -> Vec<Property<HostModel>> {
 }
 
 /// The expectation of a property, by name.
-pub fn expectation(m: &HostModel, name: &str) -> Option<Expectation> {
-    all(m)
+pub fn expectation(sc: &Scenario, name: &str) -> Option<Expectation> {
+    definitions(sc)
         .into_iter()
         .find(|p| p.name == name)
         .map(|p| p.expectation)

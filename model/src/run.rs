@@ -234,16 +234,18 @@ fn finish<C: Checker<HostModel>>(
                     let mut states = path.clone().into_vec();
                     if property.expectation == Expectation::Always
                         && let Some(check) = check
-                        && let Some(first) =
-                            states.iter().position(|(s, _)| check(model, s).is_err())
+                        && let Some(first) = states
+                            .iter()
+                            .position(|(s, _)| check(&model.scenario, s).is_err())
                     {
                         // The checker keeps the path of some violating
                         // state; cut it at the first one.
                         states.truncate(first + 1);
                         states[first].1 = None;
                     }
-                    let reason = check
-                        .and_then(|check| check(model, &states.last().expect("a state").0).err());
+                    let reason = check.and_then(|check| {
+                        check(&model.scenario, &states.last().expect("a state").0).err()
+                    });
                     Verdict {
                         name: property.name.into(),
                         expectation,
@@ -421,6 +423,11 @@ pub fn bounds_lines(b: &Bounds) -> Vec<(String, String)> {
             b.deadlines.to_string(),
         ),
         ("lost steps per operation".into(), b.losses.to_string()),
+        ("reload requests".into(), b.reloads.to_string()),
+        (
+            "a dependency (b on m) and a cycle batch".into(),
+            yes_no(b.dependency),
+        ),
     ]
 }
 
@@ -493,8 +500,12 @@ pub fn json(report: &Report) -> serde_json::Value {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct BoundsArgs {
     /// Start from the small bounds `cargo test` uses (about 25 s).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lifecycle")]
     pub ci: bool,
+    /// Start from the reload and dependency bounds (H-12, H-13: one reload,
+    /// `b` depending on `m`, the cycle batch; about 20 s).
+    #[arg(long)]
+    pub lifecycle: bool,
     /// Extensions in total (the last is the manifest extension `m`).
     #[arg(long)]
     pub extensions: Option<usize>,
@@ -522,9 +533,16 @@ pub struct BoundsArgs {
     /// Activations that hang until cancelled.
     #[arg(long)]
     pub hangs: Option<usize>,
-    /// Refused discovery batches (0 to 2).
+    /// Refused discovery batches (0 to 3; the third closes a dependency
+    /// cycle).
     #[arg(long)]
     pub refused: Option<usize>,
+    /// Reload requests per run (H-12).
+    #[arg(long)]
+    pub reloads: Option<usize>,
+    /// No dependency between extensions (H-13).
+    #[arg(long)]
+    pub no_dependency: bool,
     /// Cleanup steps that may fail within one rollback or shutdown.
     #[arg(long)]
     pub cleanup_failures: Option<usize>,
@@ -538,6 +556,8 @@ impl BoundsArgs {
     pub fn bounds(&self) -> Result<Bounds, String> {
         let mut b = if self.ci {
             Bounds::ci()
+        } else if self.lifecycle {
+            Bounds::lifecycle()
         } else {
             Bounds::default()
         };
@@ -555,6 +575,10 @@ impl BoundsArgs {
         set(&mut b.hangs, self.hangs);
         set(&mut b.refused, self.refused);
         set(&mut b.cleanup_failures, self.cleanup_failures);
+        set(&mut b.reloads, self.reloads);
+        if self.no_dependency {
+            b.dependency = false;
+        }
         if self.no_late {
             b.late = false;
         }
@@ -567,12 +591,20 @@ impl BoundsArgs {
         if b.extensions == 0 || b.extensions > 20 {
             return Err("--extensions must be between 1 and 20".into());
         }
-        if b.refused > 2 {
-            return Err("--refused must be 0, 1 or 2".into());
+        if b.refused > 3 {
+            return Err("--refused must be 0, 1, 2 or 3".into());
         }
-        if [b.tools, b.hooks, b.disposers, b.ops, b.withdraws, b.hangs]
-            .iter()
-            .any(|&n| n > 200)
+        if [
+            b.tools,
+            b.hooks,
+            b.disposers,
+            b.ops,
+            b.withdraws,
+            b.hangs,
+            b.reloads,
+        ]
+        .iter()
+        .any(|&n| n > 200)
         {
             return Err("bounds above 200 are not supported".into());
         }

@@ -46,6 +46,8 @@ pub struct Activation {
     pub ext: String,
     /// Its context (and instance) handle, from `CallFactory`.
     pub context: ContextId,
+    /// A reload's fresh generation (H-12), not an activation.
+    pub reload: bool,
     /// The factory returned an instance.
     pub instance: bool,
     /// `RunActivate` was seen and `activate` has not returned.
@@ -78,6 +80,7 @@ impl Activation {
             op,
             ext,
             context,
+            reload: false,
             instance: false,
             open: false,
             hung: false,
@@ -169,6 +172,9 @@ pub struct Settled {
     /// For a shutdown: the active extensions at its start, in activation
     /// order (what it had to clean up).
     pub active_at_start: Vec<Activation>,
+    /// For a reload whose fresh generation was committed: the old
+    /// generation it retired (what its cleanup had to run).
+    pub retired: Option<Activation>,
 }
 
 /// Something noteworthy the last step did (for the `sometimes` properties
@@ -215,6 +221,18 @@ pub struct Violations {
     pub inv8: Option<String>,
     /// INV-10: a live tool's API name changed while it stayed live.
     pub inv10: Option<String>,
+    /// INV-11b: a reload that settled failed had committed its fresh
+    /// generation, or touched the old one.
+    pub inv11b: Option<String>,
+    /// INV-11c: a reload settled without retiring its old generation
+    /// exactly (every cleanup step once, in reverse order, failures
+    /// reported).
+    pub inv11c: Option<String>,
+    /// INV-13a: an extension's factory ran while one of its dependencies
+    /// was not active.
+    pub inv13a: Option<String>,
+    /// INV-13b: the shutdown cleaned a dependency up before its dependent.
+    pub inv13b: Option<String>,
     /// INV-12a: a shutdown cleanup step started while a tool call of its
     /// extension was in flight.
     pub inv12a: Option<String>,
@@ -247,6 +265,8 @@ pub struct Env {
     pub discovered: Vec<String>,
     /// Caller requests (`activate`, `emit`) left.
     pub requests_left: u8,
+    /// Reload requests left.
+    pub reloads_left: u8,
     /// Withdrawals left.
     pub withdraws_left: u8,
     /// Hangs left.
@@ -272,8 +292,16 @@ pub struct Env {
     pub ops: Vec<PendingOp>,
     /// Activations begun and not settled.
     pub running: Vec<Activation>,
-    /// Committed activations, in activation order.
+    /// Committed activations, in activation order (a reload's fresh
+    /// generation takes its old one's place).
     pub active: Vec<Activation>,
+    /// The active extensions in the order their tools were published
+    /// (activation order, except that a reload publishes its extension's
+    /// tools last).
+    pub published: Vec<String>,
+    /// The old generation a running reload's commit replaced, until its
+    /// cleanup settles the reload.
+    pub retiring: Option<Activation>,
     /// The context that closed in the last step, with its extension: a
     /// late registration may be tried through it in the next step.
     pub closed: Option<(ContextId, String)>,

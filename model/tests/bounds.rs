@@ -1,6 +1,8 @@
 //! The default bounds are the main job's contract: the `bounds` object that
 //! `check --json` prints must not change when the model gets faster
-//! (issue 10: a reduction may only remove states, never bounds).
+//! (issue 10: a reduction may only remove states, never bounds). Issue 11
+//! added two inputs, off by default (`reloads`, `dependency`; see
+//! `docs/model-checking.md`, "Reload and dependencies").
 
 use exthost_model::Bounds;
 
@@ -20,6 +22,8 @@ fn the_default_bounds_are_pinned() {
         "manifest": true,
         "ops": 3,
         "refused": 2,
+        "reloads": 0,
+        "dependency": false,
         "tool_names": ["x", "m_x"],
         "tools": 2,
         "withdraws": 1
@@ -28,7 +32,7 @@ fn the_default_bounds_are_pinned() {
     // Byte for byte, as `check --json` prints it.
     assert_eq!(
         serde_json::to_string(&Bounds::default()).expect("bounds serialize"),
-        r#"{"extensions":3,"manifest":true,"tools":2,"hooks":1,"disposers":2,"ops":3,"withdraws":1,"late":true,"hangs":1,"refused":2,"cleanup_failures":2,"tool_names":["x","m_x"],"calls":1,"deadlines":1,"losses":1}"#
+        r#"{"extensions":3,"manifest":true,"tools":2,"hooks":1,"disposers":2,"ops":3,"withdraws":1,"late":true,"hangs":1,"refused":2,"cleanup_failures":2,"tool_names":["x","m_x"],"calls":1,"deadlines":1,"losses":1,"reloads":0,"dependency":false}"#
     );
 }
 

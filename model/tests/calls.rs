@@ -32,6 +32,8 @@ fn bounds() -> Bounds {
         calls: 1,
         deadlines: 1,
         losses: 1,
+        reloads: 0,
+        dependency: false,
     }
 }
 
@@ -82,7 +84,7 @@ fn assert_invariants(model: &HostModel, s: &State) {
             continue; // an `eventually` property, judged on whole paths
         }
         let check = properties::check(name).expect("a check");
-        assert_eq!(check(model, s), Ok(()), "{name} in\n{s:?}");
+        assert_eq!(check(&model.scenario, s), Ok(()), "{name} in\n{s:?}");
     }
 }
 
@@ -343,7 +345,7 @@ fn the_properties_catch_a_shutdown_that_ignores_calls() {
         "{effects:?}"
     );
     let inv12a = properties::check("INV-12a").expect("INV-12a");
-    assert!(inv12a(&model, &s).is_err(), "{s:?}");
+    assert!(inv12a(&model.scenario, &s).is_err(), "{s:?}");
     // The cleanup step finishes and the shutdown settles with the call
     // still running: INV-12b.
     let (_, s) = take(&model, &s, "the instance", |a| {
@@ -351,5 +353,5 @@ fn the_properties_catch_a_shutdown_that_ignores_calls() {
     });
     assert!(s.env.disposed);
     let inv12b = properties::check("INV-12b").expect("INV-12b");
-    assert!(inv12b(&model, &s).is_err(), "{s:?}");
+    assert!(inv12b(&model.scenario, &s).is_err(), "{s:?}");
 }

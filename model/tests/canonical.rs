@@ -114,7 +114,15 @@ fn walks() -> impl Strategy<Value = (Vec<u32>, u64)> {
 }
 
 fn run(canon: fn(&State) -> State, cases: u32, seed: Option<u64>) -> Result<(), String> {
-    let m = model();
+    run_on(model(), canon, cases, seed)
+}
+
+fn run_on(
+    m: HostModel,
+    canon: fn(&State) -> State,
+    cases: u32,
+    seed: Option<u64>,
+) -> Result<(), String> {
     let mut config = Config {
         cases,
         failure_persistence: None,
@@ -137,6 +145,19 @@ fn run(canon: fn(&State) -> State, cases: u32, seed: Option<u64>) -> Result<(), 
 #[test]
 fn a_state_and_its_canonical_form_are_indistinguishable() {
     run(State::canonical, 1000, None).unwrap();
+}
+
+/// The same with reloads (a retiring generation, the publication order)
+/// and a dependency chain (several attempts of one operation).
+#[test]
+fn a_state_and_its_canonical_form_are_indistinguishable_with_reloads_and_dependencies() {
+    run_on(
+        HostModel::new(Bounds::lifecycle()),
+        State::canonical,
+        1000,
+        None,
+    )
+    .unwrap();
 }
 
 #[test]

@@ -41,6 +41,34 @@ fn the_real_core_satisfies_every_invariant_under_ci_bounds() {
     }
 }
 
+/// Reload and dependencies (H-12, H-13): INV-11 and INV-13 hold and every
+/// situation they are about is reached.
+#[test]
+fn the_real_core_satisfies_every_invariant_with_reloads_and_dependencies() {
+    let report = check(Bounds::lifecycle());
+    assert_all_ok(&report);
+    for name in ["INV-11a", "INV-11b", "INV-11c", "INV-13a", "INV-13b"] {
+        assert_eq!(
+            report.verdict(name).map(|v| v.result.as_str()),
+            Some("holds"),
+            "{name}"
+        );
+    }
+    for example in [
+        "a reload swapped in its fresh generation",
+        "a failed reload left the old generation live",
+        "a dependent activated after its dependency",
+        "a failed dependency stopped its dependent",
+        "an activation refused for a missing dependency",
+    ] {
+        assert_eq!(
+            report.verdict(example).map(|v| v.result.as_str()),
+            Some("reached"),
+            "{example}"
+        );
+    }
+}
+
 /// The other tool names: a clash with the base tool, and `m:x` from a plain
 /// extension (refused since the core fix; see `core_regressions.rs`).
 #[test]
@@ -102,6 +130,8 @@ fn stateright_agrees_through_its_own_assertions() {
         calls: 1,
         deadlines: 1,
         losses: 1,
+        reloads: 1,
+        dependency: true,
     };
     let checker = HostModel::new(bounds).checker().spawn_dfs().join();
     for p in HostModel::new(Bounds::ci()).properties() {
@@ -134,6 +164,8 @@ fn the_state_graph_has_no_cycle() {
         calls: 1,
         deadlines: 1,
         losses: 1,
+        reloads: 1,
+        dependency: true,
     };
     let model = HostModel::new(bounds);
     #[derive(PartialEq)]

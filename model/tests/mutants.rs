@@ -63,7 +63,7 @@ fn stop_cleanup_at_first_failure_breaks_inv2_and_inv3() {
 }
 
 #[test]
-fn forward_shutdown_breaks_inv3() {
+fn forward_shutdown_breaks_inv3_and_inv13b() {
     assert_caught(Mutant::ForwardShutdown);
 }
 
@@ -115,6 +115,31 @@ fn completion_beats_deadline_breaks_inv12c() {
 #[test]
 fn never_free_api_name_breaks_inv10() {
     assert_caught(Mutant::NeverFreeApiName);
+}
+
+#[test]
+fn dependency_ignored_breaks_inv13a() {
+    assert_caught(Mutant::DependencyIgnored);
+}
+
+#[test]
+fn dependency_failure_runs_dependent_breaks_inv13a() {
+    assert_caught(Mutant::DependencyFailureRunsDependent);
+}
+
+#[test]
+fn reload_breaks_before_make_breaks_inv11a() {
+    assert_caught(Mutant::ReloadBreaksBeforeMake);
+}
+
+#[test]
+fn reload_never_retires_old_breaks_inv11c() {
+    assert_caught(Mutant::ReloadNeverRetiresOld);
+}
+
+#[test]
+fn reload_failure_cleans_old_breaks_inv11b() {
+    assert_caught(Mutant::ReloadFailureCleansOld);
 }
 
 #[test]

@@ -62,4 +62,7 @@ pub enum Mutant {
     ReloadBreaksBeforeMake,
     /// Reload never cleans the old generation up (INV-11).
     ReloadNeverRetiresOld,
+    /// A failed reload also runs the old generation's cleanup, which stays
+    /// live with its resources gone (INV-11).
+    ReloadFailureCleansOld,
 }

@@ -330,9 +330,8 @@ impl HostCore {
         ]
     }
 
-    /// H-5: roll back everything the attempt staged: its disposers in
-    /// reverse registration order, then the instance's `dispose` when the
-    /// factory made one.
+    /// H-5: roll back everything the attempt staged: its disposers in reverse
+    /// registration order, then the instance's `dispose` if it has one.
     fn start_rollback(
         &mut self,
         mut a: Activation,
@@ -347,7 +346,8 @@ impl HostCore {
             instance,
             self.mutant(Mutant::ForwardRollback),
         );
-        let Some(cleanup) = CleanupCursor::new(steps.collect()) else {
+        let Some(cleanup) = CleanupCursor::new(self.probe_clean_old_too(&a, steps.collect()))
+        else {
             return self.finish_rollback(a, cause, Vec::new());
         };
         let first = cleanup.current().clone();

@@ -117,6 +117,34 @@ impl HostCore {
         Some(vec![self.settle(op, outcome)])
     }
 
+    /// `ReloadFailureCleansOld`: a failed reload's rollback also runs the
+    /// live generation's cleanup steps after its own.
+    pub(super) fn probe_clean_old_too(
+        &self,
+        a: &super::state::Activation,
+        mut steps: Vec<crate::core::outcome::CleanupStep>,
+    ) -> Vec<crate::core::outcome::CleanupStep> {
+        if !self.mutant(Mutant::ReloadFailureCleansOld)
+            || !matches!(a.purpose, super::state::Purpose::Reload)
+        {
+            return steps;
+        }
+        if let Some(old) = self
+            .extension(a.extension.id())
+            .and_then(ExtensionSlot::active)
+        {
+            let old = old.state();
+            steps.extend(super::state::cleanup_plan(
+                a.extension.id(),
+                old.context,
+                &old.contribution.disposers,
+                true,
+                false,
+            ));
+        }
+        steps
+    }
+
     /// `PublishBeforeValidate`: a staged tool goes live at registration.
     pub(super) fn probe_publish_staged(
         &mut self,

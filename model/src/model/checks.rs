@@ -1,0 +1,88 @@
+//! Transition checks judged on every step, before and after: the
+//! environment's calls in flight match the core's, status changes are
+//! H-1's (INV-7), API names stay (INV-10).
+
+use exthost::core::{Binding, CallId, HostCore, Status};
+
+use crate::state::{State, Violations};
+
+/// H-1: the only status transitions.
+fn allowed(before: Option<Status>, after: Status) -> bool {
+    use Status::*;
+    matches!(
+        (before, after),
+        (None, Discovered)
+            | (Some(Discovered), Activating)
+            | (Some(Activating), Active)
+            | (Some(Activating), Failed)
+            | (Some(Failed), Activating)
+            | (Some(Active), Disposed)
+    ) || before == Some(after)
+}
+
+/// The environment's calls in flight are exactly the core's, in start
+/// order: nothing the core forgot still runs, and nothing it tracks was
+/// answered.
+pub(super) fn check_calls(s: &mut State) {
+    let core: Vec<CallId> = s.core.calls_in_flight().map(|(c, _)| c).collect();
+    let env: Vec<CallId> = s.env.calls.iter().map(|c| c.call).collect();
+    if core != env {
+        Violations::record(
+            &mut s.env.violations.protocol,
+            format!("the core tracks the calls {core:?} but {env:?} are in flight"),
+        );
+    }
+}
+/// INV-7: every status change of this step is one H-1 lists.
+pub(super) fn check_statuses(before: &HostCore, s: &mut State) {
+    let old = before.extensions();
+    let new = s.core.extensions();
+    if new.len() < old.len() {
+        Violations::record(
+            &mut s.env.violations.inv7,
+            "an extension disappeared".into(),
+        );
+    }
+    for (i, slot) in new.iter().enumerate() {
+        let status = slot.status();
+        let prev = old
+            .get(i)
+            .filter(|p| p.id() == slot.id())
+            .map(|p| p.status());
+        if !allowed(prev, status) {
+            Violations::record(
+                &mut s.env.violations.inv7,
+                format!(
+                    "{}: {} -> {status}, a transition H-1 does not have",
+                    slot.id(),
+                    prev.map_or("(unknown)".into(), |p| p.to_string())
+                ),
+            );
+        }
+    }
+}
+
+/// INV-10 (M-6): a tool's API name never changes while it stays live, nor
+/// when its dormant descriptor goes live.
+pub(super) fn check_api_names(before: &HostCore, s: &mut State) {
+    let old = before.registry();
+    for entry in s.core.registry().iter() {
+        if let Some(prev) = old.get(&entry.name)
+            && (prev.binding == entry.binding || prev.binding == Binding::Dormant)
+            && prev.api_name != entry.api_name
+        {
+            let when = if prev.binding == entry.binding {
+                "while live"
+            } else {
+                "when its dormant descriptor went live"
+            };
+            Violations::record(
+                &mut s.env.violations.inv10,
+                format!(
+                    "{} changed its API name from {} to {} {when}",
+                    entry.name, prev.api_name, entry.api_name
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! What the commands the core set off in one step tell the environment,
+//! and the record of an operation when it settles (what the properties
+//! judge).
+
+use exthost::core::{Effect, HostCore, OpId, OpKind, OpOutcome, Status};
+
+use super::HostModel;
+use crate::action::Action;
+use crate::render;
+use crate::state::{Activation, CleanupObs, Env, Note, OpStatus, Settled, Violations};
+
+impl HostModel {
+    /// What the core's effects tell the environment, in order.
+    pub(super) fn observe_effects(
+        &self,
+        env: &mut Env,
+        core: &HostCore,
+        was: &Env,
+        action: &Action,
+        effects: Vec<Effect>,
+    ) {
+        let protocol = |env: &mut Env, message: String| {
+            Violations::record(&mut env.violations.protocol, message);
+        };
+        // INV-12b: after the shutdown completed, no extension code runs.
+        let after_shutdown = |env: &mut Env, what: String| {
+            if was.disposed {
+                Violations::record(
+                    &mut env.violations.inv12b,
+                    format!("after the shutdown completed the core asked to {what}"),
+                );
+            }
+        };
+        for effect in effects {
+            match effect {
+                Effect::CallFactory {
+                    op,
+                    extension,
+                    context,
+                } => {
+                    // INV-6: only an activation of the extension or of one
+                    // of its dependents (H-13), or its reload, runs its
+                    // factory.
+                    let kind = env.ops.iter().find(|p| p.op == op).map(|p| &p.kind);
+                    let own = match kind {
+                        Some(OpKind::Activate(target)) => {
+                            *target == extension
+                                || self
+                                    .scenario
+                                    .dependency_closure(target)
+                                    .contains(&extension)
+                        }
+                        Some(OpKind::Reload(target)) => *target == extension,
+                        _ => false,
+                    };
+                    if !own {
+                        Violations::record(
+                            &mut env.violations.inv6,
+                            format!(
+                                "the factory of {extension} was called outside an activation \
+                                 of {extension} or of a dependent ({op}, by: {})",
+                                render::action(&self.scenario, action)
+                            ),
+                        );
+                    }
+                    // INV-13a: every dependency is active when its
+                    // dependent's factory runs.
+                    let reload = matches!(kind, Some(OpKind::Reload(_)));
+                    self.check_dependencies_active(env, core, &extension, "its factory ran");
+                    after_shutdown(env, format!("call the factory of {extension}"));
+                    let mut a = Activation::new(op, extension, context);
+                    a.reload = reload;
+                    env.running.push(a);
+                }
+                Effect::RunActivate { context, extension } => {
+                    after_shutdown(env, format!("run the activate of {extension}"));
+                    match env.activation_mut(context) {
+                        Some(a) => {
+                            a.open = true;
+                            if self.scenario.bounds.late
+                                && let Some(previous) = env.last_attempt
+                            {
+                                env.opened = Some((context, previous));
+                            }
+                        }
+                        None => protocol(env, format!("activate run for unknown {context}")),
+                    }
+                }
+                Effect::Cancel { context } => match env.activation_mut(context) {
+                    Some(a) => a.cancelled = true,
+                    None => protocol(env, format!("cancel of unknown {context}")),
+                },
+                Effect::RunHook { op, hooks, next } => {
+                    let hook = hooks[next].clone();
+                    after_shutdown(env, format!("run the hook {}", render::hook(&hook)));
+                    match env.emits.iter_mut().find(|e| e.op == op) {
+                        Some(e) => e.calls.push((hook, None)),
+                        None => protocol(env, format!("a hook run for {op}, not an emit")),
+                    }
+                }
+                Effect::RunCleanup { op, step } => {
+                    after_shutdown(env, format!("run the cleanup step {}", render::step(&step)));
+                    // INV-12a: a shutdown cleanup step starts only once no
+                    // call of its extension runs.
+                    let shutdown = env
+                        .ops
+                        .iter()
+                        .any(|p| p.op == op && p.kind == OpKind::Dispose);
+                    let running: Vec<String> = env
+                        .calls
+                        .iter()
+                        .filter(|c| c.ext == step.extension)
+                        .map(|c| c.call.to_string())
+                        .collect();
+                    if shutdown && !running.is_empty() {
+                        Violations::record(
+                            &mut env.violations.inv12a,
+                            format!(
+                                "{op}: the cleanup step {} started while the tool calls [{}] \
+                                 of {} were running",
+                                render::step(&step),
+                                running.join(", "),
+                                step.extension
+                            ),
+                        );
+                    }
+                    env.cleanup.push(CleanupObs {
+                        op,
+                        step,
+                        failed: None,
+                        deadline: false,
+                    });
+                }
+                Effect::Publish => self.observe_commits(env, core),
+                Effect::Forget { .. } | Effect::ForgetAll => {}
+                Effect::Settle { op, outcome } => settle(env, op, outcome),
+                Effect::CancelCalls { calls } => {
+                    for call in calls {
+                        match env.calls.iter_mut().find(|c| c.call == call) {
+                            Some(c) => c.cancelled = true,
+                            None => protocol(env, format!("cancel of {call}, not in flight")),
+                        }
+                    }
+                }
+                Effect::AbandonCalls { calls } => {
+                    for call in calls {
+                        match env.calls.iter().position(|c| c.call == call) {
+                            Some(i) => {
+                                let c = env.calls.remove(i);
+                                env.abandoned.push(c);
+                            }
+                            None => protocol(env, format!("abandon of {call}, not in flight")),
+                        }
+                    }
+                    env.note = Some(Note::CallsAbandoned);
+                }
+            }
+        }
+    }
+}
+
+fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
+    env.op_deadlines = 0;
+    env.op_losses = 0;
+    let Some(pos) = env.ops.iter().position(|p| p.op == op) else {
+        Violations::record(
+            &mut env.violations.protocol,
+            format!("{op} settled but no caller waits for it"),
+        );
+        return;
+    };
+    let pending = env.ops.remove(pos);
+    if pending.status != OpStatus::Begun {
+        Violations::record(
+            &mut env.violations.protocol,
+            format!("{op} settled before it began"),
+        );
+    }
+    // The operation's activation attempts (several for a chain of
+    // dependencies, H-13); the last one is the one the outcome is about.
+    let mut activation = None;
+    env.running.retain(|a| {
+        if a.op == op {
+            activation = Some(a.clone());
+            false
+        } else {
+            true
+        }
+    });
+    if let Some(a) = &activation {
+        env.last_attempt = Some(a.context);
+    }
+    let mut cleanup = Vec::new();
+    env.cleanup.retain(|c| {
+        if c.op == op {
+            cleanup.push(c.clone());
+            false
+        } else {
+            true
+        }
+    });
+    let emit = env
+        .emits
+        .iter()
+        .position(|e| e.op == op)
+        .map(|i| env.emits.remove(i));
+    let mut active_at_start = Vec::new();
+    match &outcome {
+        OpOutcome::Activated { extension } => match &activation {
+            Some(a) if env.active.iter().any(|c| c.context == a.context) => {}
+            Some(a) => {
+                env.active.push(a.committed());
+                env.published.push(a.ext.clone());
+            }
+            None => Violations::record(
+                &mut env.violations.protocol,
+                format!("{extension} activated by {op}, which ran no activation"),
+            ),
+        },
+        OpOutcome::Disposed { .. } => {
+            env.disposed = true;
+            active_at_start = env.active.clone();
+        }
+        _ => {}
+    }
+    let retired = match &outcome {
+        OpOutcome::Reloaded { .. } | OpOutcome::ReloadFailed(_) => env.retiring.take(),
+        _ => None,
+    };
+    env.last.push(Settled {
+        op,
+        kind: pending.kind,
+        outcome,
+        activation,
+        cleanup,
+        emit,
+        active_at_start,
+        retired,
+    });
+}
+
+impl HostModel {
+    /// `Publish`: an activation attempt under way whose context is now its
+    /// extension's active generation in the core was committed. An
+    /// activation's joins the active ones; a reload's takes its old
+    /// generation's place (which retires until the reload settles), and
+    /// its tools were published last.
+    fn observe_commits(&self, env: &mut Env, core: &HostCore) {
+        let live = |ext: &str| {
+            core.extension(ext)
+                .and_then(|slot| slot.active())
+                .map(|e| e.state().context)
+        };
+        let committed: Vec<usize> = (0..env.running.len())
+            .filter(|&i| {
+                let a = &env.running[i];
+                live(&a.ext) == Some(a.context)
+                    && !env.active.iter().any(|c| c.context == a.context)
+            })
+            .collect();
+        for i in committed {
+            let a = env.running[i].clone();
+            if a.deadline {
+                Violations::record(
+                    &mut env.violations.inv12c,
+                    format!(
+                        "{} committed {} although its deadline had passed",
+                        a.op, a.ext
+                    ),
+                );
+            }
+            env.published.retain(|e| *e != a.ext);
+            env.published.push(a.ext.clone());
+            env.last_attempt = Some(a.context);
+            if !a.reload {
+                env.active.push(a.committed());
+                continue;
+            }
+            match env.active.iter().position(|c| c.ext == a.ext) {
+                Some(j) => {
+                    let mut old = std::mem::replace(&mut env.active[j], a.committed());
+                    old.op = a.op;
+                    env.retiring = Some(old);
+                }
+                None => Violations::record(
+                    &mut env.violations.protocol,
+                    format!("{} reloaded {}, which was not active", a.op, a.ext),
+                ),
+            }
+        }
+    }
+
+    /// INV-13a: records a violation when a dependency of `ext` is not
+    /// active in `core` at a point (`when`) where it must be.
+    pub(super) fn check_dependencies_active(
+        &self,
+        env: &mut Env,
+        core: &HostCore,
+        ext: &str,
+        when: &str,
+    ) {
+        let Some(meta) = self.scenario.meta(ext) else {
+            return;
+        };
+        for d in &meta.dependencies {
+            let status = core.extension(d).map(|slot| slot.status());
+            if status != Some(Status::Active) {
+                Violations::record(
+                    &mut env.violations.inv13a,
+                    format!(
+                        "{when} for {ext} while its dependency {d} was {}",
+                        status.map_or("unknown".into(), |s| s.to_string())
+                    ),
+                );
+            }
+        }
+    }
+}
