@@ -99,7 +99,10 @@ async fn a_changed_list_is_swapped_in_atomically_on_the_same_child() {
         "Adds two numbers (second edition)."
     );
     let gone = within(w.host.call_tool("fx:env", json!({}))).await;
-    assert!(matches!(gone, Err(HostError::ToolNotFound { .. })), "{gone:?}");
+    assert!(
+        matches!(gone, Err(HostError::ToolNotFound { .. })),
+        "{gone:?}"
+    );
     let echo = within(w.host.call_tool("fx:echo", json!({"message": "new"})))
         .await
         .unwrap();
@@ -109,7 +112,11 @@ async fn a_changed_list_is_swapped_in_atomically_on_the_same_child() {
     assert_eq!(monitor.pid(), Some(pid));
     assert_eq!(stats(&w.host).await["pid"], json!(pid));
     assert_eq!(monitor.session_reuses(), 1);
-    assert_eq!(monitor.shutdown_outcome(), None, "the child was not stopped");
+    assert_eq!(
+        monitor.shutdown_outcome(),
+        None,
+        "the child was not stopped"
+    );
 
     // Shutdown after the swap: the child is stopped by the ladder and gone.
     within(w.host.dispose()).await.unwrap();
@@ -160,7 +167,13 @@ async fn a_list_with_an_invalid_name_leaves_the_old_proxies_live() {
         .unwrap();
     let changes = settled(&monitor, 1).await;
     assert!(
-        matches!(&changes[..], [ListChange::ReloadFailed { code: "TOOL_NAME_INVALID", .. }]),
+        matches!(
+            &changes[..],
+            [ListChange::ReloadFailed {
+                code: "TOOL_NAME_INVALID",
+                ..
+            }]
+        ),
         "{changes:?}"
     );
     assert_eq!(w.host.tools().names(), before);
@@ -234,8 +247,14 @@ async fn a_call_in_flight_on_an_old_proxy_completes_across_the_swap() {
     // The new generation is committed while the old one's call runs: the
     // reload now drains it before the old generation's cleanup.
     within(eventually(|| live(&w.host) == names_of("next"))).await;
-    assert!(!blocked.is_finished(), "the old proxy's call is still running");
-    assert!(monitor.list_changes().is_empty(), "the reload is still draining");
+    assert!(
+        !blocked.is_finished(),
+        "the old proxy's call is still running"
+    );
+    assert!(
+        monitor.list_changes().is_empty(),
+        "the reload is still draining"
+    );
 
     let released = within(w.host.call_tool("fx:release", json!({})))
         .await
@@ -244,7 +263,10 @@ async fn a_call_in_flight_on_an_old_proxy_completes_across_the_swap() {
     let out = within(blocked).await.unwrap().unwrap();
     assert_eq!(out["content"][0]["text"], "released");
     let changes = settled(&monitor, 1).await;
-    assert!(matches!(&changes[..], [ListChange::Reloaded { .. }]), "{changes:?}");
+    assert!(
+        matches!(&changes[..], [ListChange::Reloaded { .. }]),
+        "{changes:?}"
+    );
     assert_eq!(stats(&w.host).await["pid"], json!(pid));
     within(w.host.dispose()).await.unwrap();
     assert_gone(pid);

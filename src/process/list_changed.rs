@@ -204,15 +204,12 @@ mod tests {
     fn only_a_different_name_description_or_schema_differs() {
         let a = ToolKey::new("a", "A", &json!({"type": "object"}));
         let b = ToolKey::new("b", "B", &json!({"type": "object"}));
-        assert!(!differs(&[a.clone(), b.clone()], &[a.clone(), b.clone()]));
-        assert!(differs(&[a.clone()], &[a.clone(), b.clone()]));
-        assert!(differs(
-            &[a.clone()],
-            &[ToolKey::new("a", "A, reworded", &json!({"type": "object"}))]
-        ));
-        assert!(differs(
-            &[a],
-            &[ToolKey::new("a", "A", &json!({"type": "object", "required": ["x"]}))]
-        ));
+        let both = [a.clone(), b];
+        let reworded = ToolKey::new("a", "A, reworded", &json!({"type": "object"}));
+        let stricter = ToolKey::new("a", "A", &json!({"type": "object", "required": ["x"]}));
+        assert!(!differs(&both, &both.clone()));
+        assert!(differs(std::slice::from_ref(&a), &both));
+        assert!(differs(std::slice::from_ref(&a), &[reworded]));
+        assert!(differs(&[a], &[stricter]));
     }
 }
