@@ -10,6 +10,14 @@
 //! (P-3). The host core then stages, checks the declarations (M-5), commits
 //! once or rolls back in reverse order, so every failure kills the child.
 //!
+//! P-4: when the server announces a changed tool list, the watcher
+//! (`list_changed.rs`) swaps the new set in through
+//! [`ExtensionHost::reload`](crate::host::ExtensionHost::reload). A
+//! generation activated while the latest child still serves runs on that
+//! child (it lists again, it does not respawn); each generation holds a
+//! lease on the session, and only the disposer giving back the last lease
+//! shuts the child down.
+//!
 //! See `docs/process.md` for the lifecycle, the deadlines and what the
 //! child may see.
 

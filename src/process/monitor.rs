@@ -1,6 +1,7 @@
 //! What the embedding program can see of a process extension while the
 //! host owns it: the child's pid, its bounded stderr, how its last shutdown
-//! ended, and what happened at each `list_changed` (P-4).
+//! ended, and what happened at each `list_changed` (P-4); and, kept weakly,
+//! the session the extension's generations share.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -136,7 +137,8 @@ impl MonitorState {
 }
 
 /// A read-only view of one process extension, across its activation
-/// attempts (each attempt starts a new child).
+/// attempts and reloads (a first activation, or a reload after the child
+/// died, starts a new child; a reload while it serves reuses it, P-4).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessMonitor(pub(crate) Arc<MonitorState>);
 
@@ -162,8 +164,8 @@ impl ProcessMonitor {
         self.0.shutdown.lock().ok().and_then(|s| *s)
     }
 
-    /// Every `list_changed` outcome of the current activation, oldest first
-    /// (the last 64).
+    /// Every `list_changed` outcome of the current child, oldest first (the
+    /// last 64).
     pub fn list_changes(&self) -> Vec<ListChange> {
         self.0
             .list_changes
