@@ -324,3 +324,26 @@ async fn a_host_dropped_while_its_watcher_is_active_frees_the_child() {
     assert_not_running(pid);
     drop((monitor, folder, _resources));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_right_after_an_announcement_neither_wedges_nor_leaves_the_child() {
+    let w = world();
+    w.write("fx", &fixture_manifest("fx", "normal", json!({})));
+    let (monitor, pid) = active_fixture(&w).await;
+    within(
+        w.host
+            .call_tool("fx:change", json!({"set": "next", "times": 20})),
+    )
+    .await
+    .unwrap();
+    // The watcher's round (and perhaps its reload) races the shutdown.
+    within(w.host.dispose()).await.unwrap();
+    assert_eq!(
+        monitor.shutdown_outcome(),
+        Some(ShutdownOutcome::ExitedOnClose)
+    );
+    assert_gone(pid);
+    assert!(w.host.tools().is_empty());
+    let changes = monitor.list_changes();
+    assert!(changes.len() <= 2, "{changes:?}");
+}
