@@ -13,6 +13,22 @@ pub fn tool(name: &str, description: &str, schema: Value) -> Value {
 /// The fixture's tools. After a `change` call with `valid: false`
 /// (`changed == Some(false)`) one more tool, `extra`, is listed.
 pub fn tools(changed: Option<bool>) -> Vec<Value> {
+    tool_set(if changed == Some(false) {
+        "extra"
+    } else {
+        "initial"
+    })
+}
+
+/// The fixture's tools in each set a `change` call may switch to:
+///
+/// * `initial`: the tools it starts with;
+/// * `extra`: the same plus `extra`;
+/// * `next`: `env` removed, `extra` added, `add` described anew (the other
+///   tools kept as they are);
+/// * `invalid`: the initial tools plus one whose name breaks ID-1
+///   (`bad/name`).
+pub fn tool_set(set: &str) -> Vec<Value> {
     let object = json!({"type": "object"});
     let mut list = vec![
         tool(
@@ -40,12 +56,39 @@ pub fn tools(changed: Option<bool>) -> Vec<Value> {
         ),
         tool(
             "change",
-            "Announces a changed tool list; valid=true keeps the same set.",
-            json!({"type": "object", "properties": {"valid": {"type": "boolean"}}}),
+            "Announces a changed tool list `times` times (default once): `set` names the new set (see `tool_set`); without it, valid=false is `extra` and valid=true keeps the set.",
+            json!({"type": "object", "properties": {"valid": {"type": "boolean"}, "set": {"type": "string"}, "times": {"type": "integer"}}}),
+        ),
+        tool(
+            "block",
+            "Answers only once `release` is called.",
+            object.clone(),
+        ),
+        tool(
+            "release",
+            "Answers every blocked call, then itself.",
+            object.clone(),
+        ),
+        tool(
+            "stats",
+            "Returns its pid and how many listings it served.",
+            object.clone(),
         ),
     ];
-    if changed == Some(false) {
-        list.push(tool("extra", "A tool added after activation.", object));
+    let extra = tool("extra", "A tool added after activation.", object.clone());
+    match set {
+        "extra" => list.push(extra),
+        "next" => {
+            list.retain(|t| t["name"] != "env");
+            for t in &mut list {
+                if t["name"] == "add" {
+                    t["description"] = json!("Adds two numbers (second edition).");
+                }
+            }
+            list.push(extra);
+        }
+        "invalid" => list.push(tool("bad/name", "Not a valid name.", object)),
+        _ => {}
     }
     list
 }

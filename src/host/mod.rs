@@ -728,6 +728,28 @@ impl ExtensionHost {
     }
 }
 
+/// A handle to a host that does not keep it alive. Crate-internal: a
+/// process extension's `list_changed` watcher holds one, so a host dropped
+/// without `dispose` is freed (and its children killed) even while the
+/// watcher runs.
+#[derive(Clone)]
+pub(crate) struct WeakHost(std::sync::Weak<Inner>);
+
+impl WeakHost {
+    /// The host, while any strong handle to it is left.
+    pub(crate) fn upgrade(&self) -> Option<ExtensionHost> {
+        self.0.upgrade().map(|inner| ExtensionHost { inner })
+    }
+}
+
+impl ActivationContext {
+    /// A weak handle to the host running this activation (not one of the
+    /// context's public capabilities, H-6).
+    pub(crate) fn weak_host(&self) -> WeakHost {
+        WeakHost(self.host.clone())
+    }
+}
+
 fn owner_id(owner: Option<Owner>) -> String {
     match owner {
         Some(Owner::Extension(id)) => id,

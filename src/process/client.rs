@@ -51,12 +51,17 @@ impl ClientHandler for Handler {
 /// disposer, the proxies, the hook and the list watcher.
 pub(crate) struct Session {
     pub(crate) extension: String,
+    pid: Option<u32>,
     child: tokio::sync::Mutex<Option<ChildGuard>>,
     closer: StdinCloser,
     pub(crate) fault: FaultCell,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     peer: Mutex<Option<Peer<RoleClient>>>,
     pub(crate) stop: CancellationToken,
+    /// How many generations of the extension use this session (P-4): each
+    /// activation that registers proxies on it holds one lease, and its
+    /// disposer gives it back; the last one shuts the child down.
+    leases: Mutex<usize>,
 }
 
 impl Session {
@@ -68,13 +73,49 @@ impl Session {
     ) -> Self {
         Self {
             extension,
+            pid: child.pid(),
             child: tokio::sync::Mutex::new(Some(child)),
             closer,
             fault,
             service: Mutex::new(None),
             peer: Mutex::new(None),
             stop: CancellationToken::new(),
+            leases: Mutex::new(1),
         }
+    }
+
+    /// The child's pid.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// True while the session can serve: not stopped, no fault recorded,
+    /// the handshake done.
+    pub(crate) fn serving(&self) -> bool {
+        !self.stop.is_cancelled() && self.fault.get().is_none() && self.peer().is_ok()
+    }
+
+    /// Takes one more lease for a new generation, or `false` when the
+    /// session has stopped serving (or its last lease is already gone).
+    pub(crate) fn acquire(&self) -> bool {
+        let Ok(mut leases) = self.leases.lock() else {
+            return false;
+        };
+        if *leases == 0 || !self.serving() {
+            return false;
+        }
+        *leases += 1;
+        true
+    }
+
+    /// Gives one lease back; `true` when it was the last one, so the caller
+    /// must shut the child down.
+    pub(crate) fn release(&self) -> bool {
+        let Ok(mut leases) = self.leases.lock() else {
+            return true;
+        };
+        *leases = leases.saturating_sub(1);
+        *leases == 0
     }
 
     /// Once the session has ended on its own (the child crashed or broke

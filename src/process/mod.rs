@@ -10,6 +10,14 @@
 //! (P-3). The host core then stages, checks the declarations (M-5), commits
 //! once or rolls back in reverse order, so every failure kills the child.
 //!
+//! P-4: when the server announces a changed tool list, the watcher
+//! (`list_changed.rs`) swaps the new set in through
+//! [`ExtensionHost::reload`](crate::host::ExtensionHost::reload). A
+//! generation activated while the latest child still serves runs on that
+//! child (it lists again, it does not respawn); each generation holds a
+//! lease on the session, and only the disposer giving back the last lease
+//! shuts the child down.
+//!
 //! See `docs/process.md` for the lifecycle, the deadlines and what the
 //! child may see.
 
@@ -155,6 +163,12 @@ impl ProcessExtension {
         let id = self.manifest.id().to_owned();
         let context = format!("process extension {id:?}");
         let deadlines = Deadlines::of(&self.runtime);
+        // P-4: a generation started while the latest child still serves (a
+        // `list_changed` swap, or an explicit reload) runs on that child:
+        // it lists again and registers fresh proxies on the same session.
+        if let Some(session) = self.monitor.0.reuse_session() {
+            return self.start_on(cx, session, &context, deadlines).await;
+        }
         let spawned = spawn::spawn(&self.runtime, &self.folder)
             .map_err(|f| f.to_extension_error(&context))?;
         let stderr_log = Arc::new(Mutex::new(stderr::StderrDiagnostic::default()));
@@ -172,17 +186,7 @@ impl ProcessExtension {
 
         // The disposer first: a later failure, a cancellation or a deadline
         // rolls back through it, so the child never outlives a failed start.
-        let (s, m, grace) = (
-            session.clone(),
-            self.monitor.clone(),
-            deadlines.shutdown_grace,
-        );
-        cx.on_dispose(move || async move {
-            let outcome = s.shutdown(grace).await;
-            m.0.stopped(outcome);
-            Ok(())
-        })
-        .map_err(|e| host_error(&context, e))?;
+        self.on_dispose_release(&cx, &session, deadlines, &context)?;
 
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
         let handler = client::Handler {
@@ -229,8 +233,99 @@ impl ProcessExtension {
         };
         session.attach(service);
         session.reap_when_ended();
+        self.monitor.0.set_session(&session);
 
-        for tool in &tools {
+        self.register_generation(&cx, &session, &tools, deadlines, &context)?;
+
+        list_changed::Watcher {
+            session: Arc::downgrade(&session),
+            host: cx.weak_host(),
+            extension: id,
+            monitor: self.monitor.0.clone(),
+            deadline: deadlines.startup,
+        }
+        .spawn(session.stop.clone(), signals_rx);
+        Ok(())
+    }
+
+    /// A generation on the running child (P-4): one lease taken (by the
+    /// caller), the disposer that gives it back, a fresh `tools/list`, and
+    /// fresh proxies and hook on the same session. A failure rolls back
+    /// through the disposer, which leaves the child to the generations
+    /// still holding it.
+    async fn start_on(
+        &self,
+        cx: ActivationContext,
+        session: Arc<client::Session>,
+        context: &str,
+        deadlines: Deadlines,
+    ) -> Result<(), ExtensionError> {
+        if let Err(e) = self.on_dispose_release(&cx, &session, deadlines, context) {
+            if session.release() {
+                session.shutdown(deadlines.shutdown_grace).await;
+            }
+            return Err(e);
+        }
+        let peer = session.peer().map_err(|f| f.to_extension_error(context))?;
+        let listed = tokio::select! {
+            listed = tokio::time::timeout(deadlines.startup, peer.list_all_tools()) => listed,
+            _ = cx.cancellation().cancelled() => {
+                return Err(ExtensionError::new(format!("{context}: activation cancelled")));
+            }
+        };
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => return Err(session.fault_of(&e).to_extension_error(context)),
+            Err(_) => {
+                return Err(ProcessFault::Timeout(format!(
+                    "the server did not answer tools/list within {} ms",
+                    deadlines.startup.as_millis()
+                ))
+                .to_extension_error(context));
+            }
+        };
+        self.register_generation(&cx, &session, &tools, deadlines, context)
+    }
+
+    /// Registers the disposer of one generation: it gives the generation's
+    /// lease back, and the last lease shuts the child down (P-3).
+    fn on_dispose_release(
+        &self,
+        cx: &ActivationContext,
+        session: &Arc<client::Session>,
+        deadlines: Deadlines,
+        context: &str,
+    ) -> Result<(), ExtensionError> {
+        let (s, m, grace) = (
+            session.clone(),
+            self.monitor.clone(),
+            deadlines.shutdown_grace,
+        );
+        cx.on_dispose(move || async move {
+            if s.release() {
+                let pid = s.pid();
+                let outcome = s.shutdown(grace).await;
+                // A later child (a reload after a crash) may already be the
+                // monitor's: only the current one's outcome is recorded.
+                if outcome.is_some() && pid == m.0.current_pid() {
+                    m.0.stopped(outcome);
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| host_error(context, e))
+    }
+
+    /// One proxy per listed tool and the event hook, on `session`.
+    fn register_generation(
+        &self,
+        cx: &ActivationContext,
+        session: &Arc<client::Session>,
+        tools: &[rmcp::model::Tool],
+        deadlines: Deadlines,
+        context: &str,
+    ) -> Result<(), ExtensionError> {
+        for tool in tools {
             let descriptor = ToolDescriptor::new(
                 tool.name.to_string(),
                 tool.description.as_deref().unwrap_or_default(),
@@ -242,7 +337,7 @@ impl ProcessExtension {
                 deadline: deadlines.call,
             };
             cx.register_tool(descriptor, proxy)
-                .map_err(|e| host_error(&context, e))?;
+                .map_err(|e| host_error(context, e))?;
         }
 
         if !self.manifest.hooks().is_empty() {
@@ -253,17 +348,8 @@ impl ProcessExtension {
                 let (session, subscribed) = (s.clone(), subscribed.clone());
                 async move { forward_event(&session, &subscribed, &event, limit).await }
             })
-            .map_err(|e| host_error(&context, e))?;
+            .map_err(|e| host_error(context, e))?;
         }
-
-        list_changed::watch(
-            session,
-            signals_rx,
-            list_changed::tool_keys(&tools),
-            self.manifest.clone(),
-            self.monitor.0.clone(),
-            deadlines.startup,
-        );
         Ok(())
     }
 

@@ -1,32 +1,47 @@
 //! What the embedding program can see of a process extension while the
 //! host owns it: the child's pid, its bounded stderr, how its last shutdown
-//! ended, and what happened at each `list_changed` (P-4).
+//! ended, and what happened at each `list_changed` (P-4); and, kept weakly,
+//! the session the extension's generations share.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
+use super::client::Session;
 use super::shutdown::ShutdownOutcome;
 use super::stderr::StderrDiagnostic;
 
-/// The outcome of one `notifications/tools/list_changed`.
+/// The outcome of one `notifications/tools/list_changed` (P-4). A burst
+/// of announcements that arrive while one is being handled is handled once
+/// more, so it records one outcome, not one per announcement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListChange {
     /// The new listing equals the live set (names, descriptions, schema
-    /// digests): nothing changes.
+    /// digests): nothing changes, no reload.
     Unchanged,
-    /// The new listing breaks the manifest's declarations (M-5): refused,
-    /// the old proxies stay live.
+    /// The new listing differed and one reload (H-12) swapped the listed
+    /// set in on the same child: these are the tool names live now, sorted.
+    Reloaded {
+        /// The extension's live tool names (without the `<extension>:`
+        /// prefix), sorted.
+        names: Vec<String>,
+    },
+    /// The new listing breaks the manifest's declarations (M-5): the reload
+    /// was rolled back and the old proxies stay live and untouched.
     DeclarationMismatch {
         /// The M-5 reason code.
         reason: &'static str,
         /// Why.
         message: String,
     },
-    /// The new listing differs and there are no declarations to refuse it:
-    /// the old proxies stay live until a reload (H-12, not built yet) swaps
-    /// the new set in.
-    ReloadNeeded {
-        /// The names now listed, sorted.
-        names: Vec<String>,
+    /// The reload failed for another reason (a tool name clash or an
+    /// invalid name, the child failing during the re-listing, a deadline):
+    /// rolled back, the old proxies stay live and untouched.
+    ReloadFailed {
+        /// The failure's cause code (such as `TOOL_DUPLICATE`,
+        /// `TOOL_NAME_INVALID`, `EXTENSION_PROCESS_EXITED`,
+        /// `EXTENSION_TIMEOUT`).
+        code: &'static str,
+        /// Why.
+        message: String,
     },
     /// Listing again failed; the old proxies stay live.
     ListingFailed {
@@ -44,9 +59,42 @@ pub(crate) struct MonitorState {
     stderr: Mutex<Option<Arc<Mutex<StderrDiagnostic>>>>,
     shutdown: Mutex<Option<ShutdownOutcome>>,
     list_changes: Mutex<Vec<ListChange>>,
+    /// The session of the latest child, shared by the generations of the
+    /// extension that run on it (P-4). Weak: only the generations (their
+    /// proxies, hook and disposer, kept by the host) keep it alive, so a
+    /// monitor the embedding program keeps never keeps a child running.
+    session: Mutex<Weak<Session>>,
+    /// How many times a generation was started on the running child instead
+    /// of a fresh one.
+    reuses: Mutex<u64>,
 }
 
 impl MonitorState {
+    /// The latest child's session, if it is still serving and takes one
+    /// more lease for a new generation.
+    pub(crate) fn reuse_session(&self) -> Option<Arc<Session>> {
+        let session = self.session.lock().ok()?.upgrade()?;
+        if !session.acquire() {
+            return None;
+        }
+        if let Ok(mut n) = self.reuses.lock() {
+            *n += 1;
+        }
+        Some(session)
+    }
+
+    /// Records the session of a freshly spawned child.
+    pub(crate) fn set_session(&self, session: &Arc<Session>) {
+        if let Ok(mut s) = self.session.lock() {
+            *s = Arc::downgrade(session);
+        }
+    }
+
+    /// The pid of the latest child, if one started.
+    pub(crate) fn current_pid(&self) -> Option<u32> {
+        self.pid.lock().ok().and_then(|p| *p)
+    }
+
     pub(crate) fn started(&self, pid: Option<u32>, stderr: Arc<Mutex<StderrDiagnostic>>) {
         if let Ok(mut p) = self.pid.lock() {
             *p = pid;
@@ -89,7 +137,8 @@ impl MonitorState {
 }
 
 /// A read-only view of one process extension, across its activation
-/// attempts (each attempt starts a new child).
+/// attempts and reloads (a first activation, or a reload after the child
+/// died, starts a new child; a reload while it serves reuses it, P-4).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessMonitor(pub(crate) Arc<MonitorState>);
 
@@ -115,8 +164,8 @@ impl ProcessMonitor {
         self.0.shutdown.lock().ok().and_then(|s| *s)
     }
 
-    /// Every `list_changed` outcome of the current activation, oldest first
-    /// (the last 64).
+    /// Every `list_changed` outcome of the current child, oldest first (the
+    /// last 64).
     pub fn list_changes(&self) -> Vec<ListChange> {
         self.0
             .list_changes
@@ -125,11 +174,10 @@ impl ProcessMonitor {
             .unwrap_or_default()
     }
 
-    /// True when the server's tool list differs from the live one in a way
-    /// only a reload could apply (P-4; the reload awaits H-12).
-    pub fn reload_needed(&self) -> bool {
-        self.list_changes()
-            .iter()
-            .any(|c| matches!(c, ListChange::ReloadNeeded { .. }))
+    /// How many generations were started on an already running child (a
+    /// `list_changed` swap or an explicit reload, P-4) instead of a fresh
+    /// one, over the monitor's lifetime.
+    pub fn session_reuses(&self) -> u64 {
+        self.0.reuses.lock().map(|n| *n).unwrap_or(0)
     }
 }

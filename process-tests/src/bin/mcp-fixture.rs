@@ -3,8 +3,10 @@
 //! `mcp-fixture <mode>`; modes:
 //!
 //! * `normal`: a well-behaved server with tools `echo`, `add`, `env`,
-//!   `events`, `crash`, `hang`, `grandchild`, `change` (its listing comes in
-//!   two `nextCursor` pages);
+//!   `events`, `crash`, `hang`, `grandchild`, `change` (switches its tool
+//!   list and announces it), `block`/`release` (a call held until
+//!   released), `stats` (its pid and listing count); its listing comes in
+//!   two `nextCursor` pages;
 //! * `exit-on-init`: exits (status 3) when `initialize` arrives;
 //! * `hang-on-init`: never answers `initialize`;
 //! * `garbage`: answers `initialize` with a line that is not JSON;
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use exthost_process_tests::tools;
+use exthost_process_tests::tool_set;
 
 fn text_result(text: impl Into<String>, structured: Option<Value>) -> Value {
     let mut result = json!({"content": [{"type": "text", "text": text.into()}], "isError": false});
@@ -34,7 +36,9 @@ fn text_result(text: impl Into<String>, structured: Option<Value>) -> Value {
 struct Server {
     mode: String,
     events: Vec<Value>,
-    changed: Option<bool>,
+    set: String,
+    listings: u64,
+    blocked: Vec<Value>,
     children: Vec<std::process::Child>,
 }
 
@@ -96,11 +100,12 @@ impl Server {
             }
             "ping" => json!({}),
             "tools/list" => {
-                let all = tools(self.changed);
+                let all = tool_set(&self.set);
                 let half = all.len() / 2;
                 if params.get("cursor").and_then(Value::as_str) == Some("page-2") {
                     json!({"tools": all[half..]})
                 } else {
+                    self.listings += 1;
                     json!({"tools": all[..half], "nextCursor": "page-2"})
                 }
             }
@@ -154,13 +159,36 @@ impl Server {
                         }
                     }
                     "change" => {
-                        let valid = args.get("valid").and_then(Value::as_bool).unwrap_or(true);
-                        self.changed = Some(valid);
+                        if let Some(set) = args.get("set").and_then(Value::as_str) {
+                            set.clone_into(&mut self.set);
+                        } else if args.get("valid").and_then(Value::as_bool) == Some(false) {
+                            self.set = "extra".to_owned();
+                        }
+                        let times = args.get("times").and_then(Value::as_u64).unwrap_or(1);
                         let note =
                             json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-                        self.send(out, &note);
+                        for _ in 0..times {
+                            self.send(out, &note);
+                        }
                         text_result("announced", None)
                     }
+                    "block" => {
+                        self.blocked.push(id);
+                        return;
+                    }
+                    "release" => {
+                        for blocked in std::mem::take(&mut self.blocked) {
+                            let answer = json!({"jsonrpc": "2.0", "id": blocked, "result": text_result("released", None)});
+                            self.send(out, &answer);
+                        }
+                        text_result("released", None)
+                    }
+                    "stats" => text_result(
+                        "stats",
+                        Some(
+                            json!({"pid": std::process::id(), "listings": self.listings, "blocked": self.blocked.len()}),
+                        ),
+                    ),
                     other => {
                         let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("unknown tool {other}")}});
                         self.send(out, &error);
@@ -189,7 +217,9 @@ fn main() {
     let mut server = Server {
         mode,
         events: Vec::new(),
-        changed: None,
+        set: "initial".to_owned(),
+        listings: 0,
+        blocked: Vec::new(),
         children: Vec::new(),
     };
     let stdin = std::io::stdin();
