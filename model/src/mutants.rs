@@ -199,7 +199,8 @@ impl MutantCase {
             Mutant::DependencyIgnored
             | Mutant::DependencyFailureRunsDependent
             | Mutant::ReloadBreaksBeforeMake
-            | Mutant::ReloadNeverRetiresOld => {}
+            | Mutant::ReloadNeverRetiresOld
+            | Mutant::ProviderPublishedBeforeValidation => {}
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

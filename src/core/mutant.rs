@@ -62,4 +62,8 @@ pub enum Mutant {
     ReloadBreaksBeforeMake,
     /// Reload never cleans the old generation up (INV-11).
     ReloadNeverRetiresOld,
+    /// A staged provider goes live at registration, before the candidate
+    /// is validated: an activation that then fails leaves it live (INV-1,
+    /// M-8).
+    ProviderPublishedBeforeValidation,
 }
