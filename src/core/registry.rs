@@ -20,9 +20,7 @@ use crate::id::{IdError, validate_id_segment};
 mod providers;
 mod renamed;
 
-pub use providers::{
-    MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, ProviderEntry, ProviderRecord,
-};
+pub use providers::{MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, ProviderEntry, ProviderRecord};
 
 /// The longest model-facing API name (M-6).
 pub const MAX_API_NAME_BYTES: usize = 64;

@@ -111,7 +111,11 @@ impl HostCore {
 
     /// H-12: a reload's candidate starts without the old generation's
     /// providers, so the fresh generation may register the same ids.
-    pub(super) fn without_old_providers(&self, meta: &DefinitionMeta, candidate: &mut ToolRegistry) {
+    pub(super) fn without_old_providers(
+        &self,
+        meta: &DefinitionMeta,
+        candidate: &mut ToolRegistry,
+    ) {
         let Some(old) = self.extension(&meta.id).and_then(ExtensionSlot::active) else {
             return;
         };
@@ -126,3 +130,6 @@ impl HostCore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -73,7 +73,10 @@ impl ProviderRecord {
             validate_id_segment(&model.id)
                 .map_err(|e| invalid(format!("model id {:?}: {e}", model.id)))?;
             if !seen.insert(model.id.as_str()) {
-                return Err(invalid(format!("model id {:?} is registered twice", model.id)));
+                return Err(invalid(format!(
+                    "model id {:?} is registered twice",
+                    model.id
+                )));
             }
         }
         Ok(())
@@ -209,7 +212,8 @@ mod tests {
     fn providers_keep_publication_order_and_refuse_clashes() {
         let mut r = ToolRegistry::new();
         let a = Owner::Extension("a".into());
-        r.insert_provider(&record("zeta", &["m"]), a.clone()).unwrap();
+        r.insert_provider(&record("zeta", &["m"]), a.clone())
+            .unwrap();
         r.insert_provider(&record("alpha", &[]), a.clone()).unwrap();
         let err = r
             .insert_provider(&record("zeta", &[]), Owner::Extension("b".into()))
