@@ -701,3 +701,38 @@ async fn shutdown_removes_every_provider_and_selection_is_refused() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_plain_definition_may_declare_providers_and_is_started_by_selection() {
+    within(async {
+        let (_checked, host) = host();
+        let log = Log::default();
+        let ext = ProviderExt::new(
+            "plain",
+            &log,
+            Plan {
+                tools: vec!["plain_tool".into()],
+                providers: vec![acme()],
+                ..Plan::default()
+            },
+        );
+        let err = ext
+            .definition()
+            .with_declared_providers([ProviderSpec::new("bad id", "Bad")])
+            .unwrap_err();
+        assert_eq!(err.code(), "PROVIDER_INVALID");
+        assert_eq!(err.cause_code(), Some("invalid_declared_provider_id"));
+        let definition = ext.definition().with_declared_providers([acme()]).unwrap();
+        host.discover([definition]).unwrap();
+        let selected = host.select_provider("acme", "large").await.unwrap();
+        assert!(selected.activated);
+        assert_eq!(ext.factory_calls(), 1);
+        assert_eq!(
+            host.tools().names(),
+            ["plain_tool"],
+            "declaring providers does not rename the tools"
+        );
+        host.dispose().await.unwrap();
+    })
+    .await;
+}

@@ -253,7 +253,6 @@ impl ExtensionDefinition {
             .map(|p| p.record())
             .collect::<Result<Vec<_>, _>>()?;
         self.declared_providers = Some(records);
-        self.namespaced = true;
         Ok(self)
     }
 
