@@ -13,7 +13,8 @@
 //! - This file is the public API only: options, reports and
 //!   [`ExtensionHost`]'s methods, each a thin call into the machinery.
 //! - Layers, bottom to top: `code` (what extension code is) and `trace`;
-//!   `error`, `contain`, `snapshot`; `context`, `extension`, `manifests`;
+//!   `error`, `contain`, `snapshot`; `provider`, `context`, `extension`,
+//!   `manifests`;
 //!   `shell` (state and the core's commands); `drive`, `calls`, `submit`
 //!   (running operations and tool calls). A module uses only layers below
 //!   it, except the one circle `extension` -> `context` -> `shell` ->
