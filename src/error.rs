@@ -87,6 +87,22 @@ pub mod codes {
         /// A tool's description holds a control or bidirectional override
         /// character (M-8; an addition to docs/spec.md section 7).
         TOOL_DESCRIPTION_INVALID,
+        /// A provider id an activation registers is already live, or is
+        /// registered twice by it (M-8; an addition to docs/spec.md section 7).
+        EXTENSION_PROVIDER_CLASH,
+        /// A provider breaks M-1/M-8: a bad id, display name, config schema or
+        /// model list (an addition to docs/spec.md section 7).
+        PROVIDER_INVALID,
+        /// No live or declared provider has the id selected (M-8; an addition
+        /// to docs/spec.md section 7).
+        PROVIDER_NOT_FOUND,
+        /// The selected provider has no model with that id (M-8; an addition
+        /// to docs/spec.md section 7).
+        MODEL_NOT_FOUND,
+        /// A declared provider was selected but a declaration mismatch revoked
+        /// the grant to start its extension (M-5, M-8; an addition to
+        /// docs/spec.md section 7).
+        PROVIDER_ACTIVATION_DENIED,
     }
 }
 
@@ -145,7 +161,7 @@ mod tests {
 
     #[test]
     fn every_code_is_its_own_name_and_unique() {
-        assert_eq!(codes::ALL.len(), 34);
+        assert_eq!(codes::ALL.len(), 39);
         let mut seen = std::collections::BTreeSet::new();
         for code in codes::ALL {
             assert!(seen.insert(*code), "{code} listed twice");

@@ -469,6 +469,7 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         id: "ext".into(),
         namespaced: true,
         declared_tools: Some(vec![spec("search")]),
+        declared_providers: None,
         dependencies: Vec::new(),
     };
     assert_eq!(
@@ -619,6 +620,7 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
         id: "m".into(),
         namespaced: true,
         declared_tools: Some(vec![spec("x")]),
+        declared_providers: None,
         dependencies: Vec::new(),
     }]);
     assert!(matches!(

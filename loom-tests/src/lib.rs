@@ -24,7 +24,8 @@
 //!   cell dropping under its lock implement).
 //! * `reload`: a reload's commit racing snapshot readers (INV-11): the real
 //!   one-store commit, and two seeded commits (break before make, tools and
-//!   providers in two steps).
+//!   providers in two steps); and the same race over the real registry,
+//!   which holds tools and providers (M-8), with its seeded two-step commit.
 //!
 //! `docs/loom.md` at the workspace root lists every test, its bound, its
 //! interleaving count and time, and every seeded bug.

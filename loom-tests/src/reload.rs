@@ -117,3 +117,160 @@ pub fn reload_racing_readers<R: ReloadCommit>() {
     writer.join().expect("writer thread");
     assert_eq!(Contribution::clone(&cell.load()), Contribution::of(3));
 }
+
+/// The reload scenario over the real registry: the published value is an
+/// [`exthost::core::ToolRegistry`], which holds the live tools and the live
+/// providers (M-8) in one value, as the host publishes it. Generation `g`
+/// of the extension contributes the tool `tool{g}`, the provider `prov{g}`
+/// and the provider `shared` named `Shared {g}` (an id every generation
+/// registers again, H-12).
+pub mod registry {
+    use std::collections::BTreeMap;
+
+    use exthost::core::{
+        Binding, ModelRecord, Owner, ProviderRecord, ToolRef, ToolRegistry, ToolSpec,
+    };
+    use exthost::publication::Published;
+    use loom::thread;
+
+    use crate::harness::TORN;
+
+    const EXTENSION: &str = "gen";
+
+    fn owner() -> Owner {
+        Owner::Extension(EXTENSION.into())
+    }
+
+    fn shared(generation: u64) -> ProviderRecord {
+        ProviderRecord {
+            id: "shared".into(),
+            display_name: format!("Shared {generation}"),
+            config_schema: None,
+            config_schema_digest: None,
+            models: vec![ModelRecord {
+                id: "m".into(),
+                capabilities: BTreeMap::new(),
+            }],
+        }
+    }
+
+    fn own(generation: u64) -> ProviderRecord {
+        ProviderRecord {
+            id: format!("prov{generation}"),
+            display_name: format!("Provider {generation}"),
+            ..shared(generation)
+        }
+    }
+
+    fn tool(generation: u64) -> ToolSpec {
+        ToolSpec::new(format!("tool{generation}"), "a tool", "0")
+    }
+
+    /// The registry with generation 1 live.
+    pub fn first() -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        registry
+            .insert(&tool(1), owner(), Binding::Live(ToolRef(1)))
+            .expect("a fresh name");
+        for p in [shared(1), own(1)] {
+            registry.insert_provider(&p, owner()).expect("a fresh id");
+        }
+        registry
+    }
+
+    /// The candidate's tools: the live registry without generation `old`'s
+    /// tool, with generation `new`'s.
+    pub fn swap_tools(live: &ToolRegistry, old: u64, new: u64) -> ToolRegistry {
+        let mut candidate = live.clone();
+        candidate.remove(&format!("tool{old}"));
+        candidate
+            .insert(&tool(new), owner(), Binding::Live(ToolRef(new)))
+            .expect("a fresh name");
+        candidate
+    }
+
+    /// The candidate's providers: generation `old`'s out, `new`'s in.
+    pub fn swap_providers(candidate: &mut ToolRegistry, old: u64, new: u64) {
+        candidate.remove_provider("shared");
+        candidate.remove_provider(&format!("prov{old}"));
+        for p in [shared(new), own(new)] {
+            candidate.insert_provider(&p, owner()).expect("a fresh id");
+        }
+    }
+
+    /// The generation a reader's registry shows, when its tools and its
+    /// providers are all of one generation.
+    pub fn generation(registry: &ToolRegistry) -> Option<u64> {
+        let tools: Vec<u64> = registry
+            .names()
+            .iter()
+            .filter_map(|n| n.strip_prefix("tool")?.parse().ok())
+            .collect();
+        let [g] = tools[..] else { return None };
+        let shared = registry.provider("shared")?;
+        let whole = shared.record.display_name == format!("Shared {g}")
+            && registry.provider(&format!("prov{g}")).is_some()
+            && registry.provider_count() == 2;
+        whole.then_some(g)
+    }
+
+    /// How a reload publishes its candidate registry.
+    pub trait RegistryCommit: Send + Sync + 'static {
+        /// Replaces generation `old` by generation `new` in `cell`.
+        fn commit(cell: &Published<ToolRegistry>, old: u64, new: u64);
+    }
+
+    /// The real commit: the whole candidate (tools and providers) built
+    /// off to the side, then one store.
+    pub struct OneCommit;
+
+    impl RegistryCommit for OneCommit {
+        fn commit(cell: &Published<ToolRegistry>, old: u64, new: u64) {
+            let mut candidate = swap_tools(&cell.load(), old, new);
+            swap_providers(&mut candidate, old, new);
+            cell.store(candidate);
+        }
+    }
+
+    /// Seeded bug: the tools are committed, then the providers, in two
+    /// stores.
+    pub struct ToolsCommittedBeforeProviders;
+
+    impl RegistryCommit for ToolsCommittedBeforeProviders {
+        fn commit(cell: &Published<ToolRegistry>, old: u64, new: u64) {
+            let mut candidate = swap_tools(&cell.load(), old, new);
+            cell.store(candidate.clone());
+            swap_providers(&mut candidate, old, new);
+            cell.store(candidate);
+        }
+    }
+
+    /// One reload (generation 1 to 2) races a reader taking two snapshots
+    /// of the real registry: each shows the tools and the providers of one
+    /// generation (never a mix, never neither), the second no older; the
+    /// new generation is whole at the end.
+    pub fn registry_reload_racing_readers<R: RegistryCommit>() {
+        let cell = loom::sync::Arc::new(Published::new(first()));
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || R::commit(&cell, 1, 2))
+        };
+        let mut last = 0;
+        for _ in 0..2 {
+            let seen = cell.load();
+            let Some(g) = generation(&seen) else {
+                panic!(
+                    "{TORN}: a reader saw tools {:?} with providers {:?}",
+                    seen.names(),
+                    seen.providers()
+                        .map(|p| p.record.display_name.clone())
+                        .collect::<Vec<_>>()
+                );
+            };
+            assert!(g >= last, "a later load went back");
+            last = g;
+        }
+        writer.join().expect("writer thread");
+        assert_eq!(generation(&cell.load()), Some(2));
+    }
+}

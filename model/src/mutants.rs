@@ -247,6 +247,9 @@ impl MutantCase {
                 b.reloads = 1;
                 b.extensions = 1;
             }
+            // Not in `MUTANTS`: the model has no provider registrations; the
+            // core's unit tests catch it (`src/core/machine/providers/tests.rs`).
+            Mutant::ProviderPublishedBeforeValidation => {}
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

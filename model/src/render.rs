@@ -50,6 +50,7 @@ fn registration(r: &Registration) -> String {
         Registration::Tool(spec) => format!("tool {:?}", spec.name),
         Registration::Hook => "a hook".into(),
         Registration::Disposer => "a disposer".into(),
+        Registration::Provider(p) => format!("provider {:?}", p.id),
     }
 }
 

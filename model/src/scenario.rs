@@ -263,6 +263,7 @@ impl Scenario {
                     id: MANIFEST_ID.into(),
                     namespaced: true,
                     declared_tools: Some(vec![declared.clone()]),
+                    declared_providers: None,
                     dependencies: Vec::new(),
                 },
                 pool: vec![declared, plain_spec(UNDECLARED_TOOL)],

@@ -15,6 +15,7 @@ fn manifest() -> DefinitionMeta {
         id: "m".into(),
         namespaced: true,
         declared_tools: Some(vec![spec("x")]),
+        declared_providers: None,
         dependencies: Vec::new(),
     }
 }

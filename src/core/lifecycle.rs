@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::ids::{ContextId, DisposerRef, HookRef, ToolRef};
-use super::registry::ToolSpec;
+use super::registry::{ProviderRecord, ToolSpec};
 
 /// The status of an extension, as `extensions()` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -69,6 +69,9 @@ pub struct DefinitionMeta {
     /// Declared tools (M-4, M-5), by their plain names; `None` when the
     /// extension declares nothing and may register any tools.
     pub declared_tools: Option<Vec<ToolSpec>>,
+    /// Declared providers (M-5, M-8); `None` when the extension declares
+    /// none and may register any providers.
+    pub declared_providers: Option<Vec<ProviderRecord>>,
     /// The extensions this one depends on, in the order it names them
     /// (H-13): activating it first activates those that are not active.
     pub dependencies: Vec<String>,
@@ -82,6 +85,7 @@ impl DefinitionMeta {
             id: id.into(),
             namespaced: false,
             declared_tools: None,
+            declared_providers: None,
             dependencies: Vec::new(),
         }
     }
@@ -132,6 +136,8 @@ pub struct Contribution {
     pub hooks: Vec<HookRef>,
     /// Disposers in registration order.
     pub disposers: Vec<DisposerRef>,
+    /// Providers in registration order (M-8): pure data, no handle.
+    pub providers: Vec<ProviderRecord>,
 }
 
 /// An extension in lifecycle state `S`.

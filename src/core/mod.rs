@@ -39,12 +39,14 @@ pub use lifecycle::{
     namespaced_tool_name,
 };
 pub use machine::{
-    DeclarationMismatch, HostCore, MISMATCH_REASON_CODES, MismatchReason, Phase, check_declarations,
+    DeclarationMismatch, HostCore, MISMATCH_REASON_CODES, MismatchReason, Phase, ProviderSelection,
+    check_declarations, check_provider_declarations,
 };
 pub use mutant::Mutant;
 pub use outcome::*;
 pub use protocol::*;
 pub use registry::{
-    Binding, Owner, RegistryEntry, RegistryError, ToolRegistry, ToolSpec, api_name_base,
-    is_api_name, validate_tool_name,
+    Binding, MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, Owner, ProviderEntry, ProviderRecord,
+    RegistryEntry, RegistryError, ToolRegistry, ToolSpec, api_name_base, is_api_name,
+    validate_tool_name,
 };

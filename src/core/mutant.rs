@@ -65,4 +65,8 @@ pub enum Mutant {
     /// A failed reload also runs the old generation's cleanup, which stays
     /// live with its resources gone (INV-11).
     ReloadFailureCleansOld,
+    /// A staged provider goes live at registration, before the candidate
+    /// is validated: an activation that then fails leaves it live (INV-1,
+    /// M-8).
+    ProviderPublishedBeforeValidation,
 }

@@ -11,7 +11,7 @@ use rpds::VectorSync;
 
 use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 use super::outcome::{CleanupStep, Failure, LiveHook, OpOutcome};
-use super::registry::{Owner, ToolSpec};
+use super::registry::{Owner, ProviderRecord, ToolSpec};
 
 /// A registration made through an activation context (H-6).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,6 +22,8 @@ pub enum Registration {
     Hook,
     /// A disposer.
     Disposer,
+    /// A provider (M-8): pure data, staged with the rest.
+    Provider(ProviderRecord),
 }
 
 /// The handle of an accepted registration.
@@ -33,6 +35,8 @@ pub enum Registered {
     Hook(HookRef),
     /// A staged disposer.
     Disposer(DisposerRef),
+    /// A staged provider (it needs no handle: it is data only).
+    Provider,
 }
 
 /// The answer to a caller's command: its typed reply, and the commands it

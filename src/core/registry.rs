@@ -17,7 +17,10 @@ use super::mutant::Mutant;
 use crate::error::codes;
 use crate::id::{IdError, validate_id_segment};
 
+mod providers;
 mod renamed;
+
+pub use providers::{MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, ProviderEntry, ProviderRecord};
 
 /// The longest model-facing API name (M-6).
 pub const MAX_API_NAME_BYTES: usize = 64;
@@ -124,15 +127,36 @@ pub enum RegistryError {
         /// What is wrong, with its reason code.
         reason: crate::text::TextError,
     },
+    /// A provider id is already live, or registered twice in one batch
+    /// (M-8).
+    #[error("provider id {provider:?} is already taken by {holder}")]
+    ProviderClash {
+        /// The refused provider id.
+        provider: String,
+        /// Who holds it.
+        holder: Owner,
+    },
+    /// A provider breaks M-1/M-8: a bad provider or model id, a repeated
+    /// model id, or a display name out of bounds or with refused text.
+    #[error("provider {provider:?} is refused: {message}")]
+    InvalidProvider {
+        /// The provider id as given.
+        provider: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl RegistryError {
-    /// `TOOL_NAME_INVALID`, `TOOL_DUPLICATE` or `TOOL_DESCRIPTION_INVALID`.
+    /// `TOOL_NAME_INVALID`, `TOOL_DUPLICATE`, `TOOL_DESCRIPTION_INVALID`,
+    /// `EXTENSION_PROVIDER_CLASH` or `PROVIDER_INVALID`.
     pub fn code(&self) -> &'static str {
         match self {
             RegistryError::InvalidName { .. } => codes::TOOL_NAME_INVALID,
             RegistryError::Duplicate { .. } => codes::TOOL_DUPLICATE,
             RegistryError::InvalidDescription { .. } => codes::TOOL_DESCRIPTION_INVALID,
+            RegistryError::ProviderClash { .. } => codes::EXTENSION_PROVIDER_CLASH,
+            RegistryError::InvalidProvider { .. } => codes::PROVIDER_INVALID,
         }
     }
 }
@@ -152,13 +176,15 @@ pub fn validate_tool_name(name: &str) -> Result<(), RegistryError> {
     }
 }
 
-/// The persistent tool registry.
+/// The persistent tool registry, with the live providers (M-8) beside the
+/// tools, so that one value always holds both of one publication.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ToolRegistry {
     by_name: RedBlackTreeMapSync<String, RegistryEntry>,
     order: RedBlackTreeMapSync<u64, String>,
     by_api: RedBlackTreeMapSync<String, String>,
     next_seq: u64,
+    providers: providers::ProviderTable,
     #[cfg(feature = "mutants")]
     mutant: Option<Mutant>,
 }
@@ -293,11 +319,12 @@ impl ToolRegistry {
         Some(entry)
     }
 
-    /// Removes everything (host shutdown).
+    /// Removes everything, providers included (host shutdown).
     pub fn clear(&mut self) {
         let next_seq = self.next_seq;
         *self = Self {
             next_seq,
+            providers: self.providers.cleared(),
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
             ..Self::default()
@@ -359,90 +386,4 @@ pub fn is_api_name(api: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(name: &str) -> ToolSpec {
-        ToolSpec::new(name, "d", "0")
-    }
-
-    #[test]
-    fn keeps_publication_order_and_refuses_duplicates() {
-        let mut r = ToolRegistry::new();
-        for n in ["zeta", "alpha", "mid"] {
-            r.insert(&spec(n), Owner::Base, Binding::Dormant).unwrap();
-        }
-        assert_eq!(r.names(), ["zeta", "alpha", "mid"]);
-        let err = r
-            .insert(
-                &spec("alpha"),
-                Owner::Extension("x".into()),
-                Binding::Dormant,
-            )
-            .unwrap_err();
-        assert_eq!(err.code(), "TOOL_DUPLICATE");
-        assert_eq!(r.len(), 3);
-    }
-
-    #[test]
-    fn refuses_invalid_names_with_tool_name_invalid() {
-        let mut r = ToolRegistry::new();
-        for bad in ["", "a b", "a:b:c", ":x", "x:", ".x", "ext:.t"] {
-            let err = r
-                .insert(&spec(bad), Owner::Base, Binding::Dormant)
-                .unwrap_err();
-            assert_eq!(err.code(), "TOOL_NAME_INVALID", "{bad:?}");
-        }
-        assert!(r.is_empty());
-        r.insert(&spec("ext:tool"), Owner::Base, Binding::Dormant)
-            .unwrap();
-    }
-
-    #[test]
-    fn api_names_map_separators_and_suffix_collisions_in_order() {
-        let mut r = ToolRegistry::new();
-        for n in ["a:b", "a.b", "a_b", "a_b_2"] {
-            r.insert(&spec(n), Owner::Base, Binding::Dormant).unwrap();
-        }
-        let apis: Vec<_> = r.iter().map(|e| e.api_name.clone()).collect();
-        assert_eq!(apis, ["a_b", "a_b_2", "a_b_3", "a_b_2_2"]);
-        for api in &apis {
-            assert!(is_api_name(api));
-            assert_eq!(&r.get_by_api_name(api).unwrap().api_name, api);
-        }
-        // Removing frees the name; the others keep theirs.
-        r.remove("a:b").unwrap();
-        assert_eq!(r.get("a.b").unwrap().api_name, "a_b_2");
-        r.insert(&spec("a-b:x"), Owner::Base, Binding::Dormant)
-            .unwrap();
-        assert_eq!(r.get("a-b:x").unwrap().api_name, "a-b_x");
-    }
-
-    #[test]
-    fn long_names_shorten_deterministically_within_64_bytes() {
-        let long = format!("{}:{}", "e".repeat(64), "t".repeat(64));
-        let a = api_name_base(&long);
-        assert_eq!(a, api_name_base(&long));
-        assert_eq!(a.len(), 64);
-        assert!(is_api_name(&a));
-        let other = format!("{}:{}", "e".repeat(64), "u".repeat(64));
-        assert_ne!(a, api_name_base(&other));
-        let mut r = ToolRegistry::new();
-        r.insert(&spec(&long), Owner::Base, Binding::Dormant)
-            .unwrap();
-        assert!(is_api_name(&r.get(&long).unwrap().api_name));
-    }
-
-    #[test]
-    fn a_clone_is_a_detached_snapshot() {
-        let mut r = ToolRegistry::new();
-        r.insert(&spec("one"), Owner::Base, Binding::Dormant)
-            .unwrap();
-        let snapshot = r.clone();
-        r.insert(&spec("two"), Owner::Base, Binding::Dormant)
-            .unwrap();
-        r.remove("one");
-        assert_eq!(snapshot.names(), ["one"]);
-        assert_eq!(r.names(), ["two"]);
-    }
-}
+mod tests;

@@ -7,7 +7,8 @@
 //!   `extension.rs` is the one import circle left in `host/`: the
 //!   [`Extension`](super::Extension) trait takes this context, the context
 //!   reaches the shell, and the shell keeps extension instances.
-//! - It does not depend on `extension.rs`, `manifests.rs` or the drivers.
+//! - It does not depend on `extension.rs`, `manifests.rs` or the drivers;
+//!   it uses `provider.rs` for the provider it registers.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -17,12 +18,14 @@ use tokio_util::sync::CancellationToken;
 use super::code::{DisposerFn, Event, ExtensionError, HookFn, Tool, ToolDescriptor};
 use super::contain::Contained;
 use super::error::HostError;
+use super::provider::ProviderSpec;
 use super::shell::{Inner, Shell};
 use crate::core::{ContextId, Registered, Registration};
 use crate::resources::ResourceLoader;
 
 /// What an extension's `activate` receives: the trusted resource loader, a
-/// cancellation signal, and three ways to register (tool, hook, disposer).
+/// cancellation signal, and four ways to register (tool, hook, disposer,
+/// provider).
 ///
 /// Registrations are staged privately and published only if the whole
 /// activation succeeds (H-4). Once the activation settles, the context is
@@ -77,6 +80,21 @@ impl ActivationContext {
                 shell.stage_tool(r, descriptor, tool);
             }
         })
+    }
+
+    /// Stages a provider (M-8). It is checked at once by the rules of a
+    /// manifest's declared provider ([`ProviderSpec`]); a refused one is
+    /// `PROVIDER_INVALID` (its manifest reason code is
+    /// [`HostError::cause_code`]) and stages nothing, so the activation may
+    /// go on. A staged provider is published with the rest of the
+    /// contribution in the activation's one commit (H-4), or never: its id
+    /// must not be live already (`EXTENSION_PROVIDER_CLASH` fails the
+    /// activation), and a manifest extension with declarations must register
+    /// exactly its declared providers (M-5). It leaves with the rest at
+    /// rollback, reload and shutdown.
+    pub fn register_provider(&self, provider: ProviderSpec) -> Result<(), HostError> {
+        let record = provider.record()?;
+        self.register(Registration::Provider(record), |_, _| {})
     }
 
     /// Stages an event hook. Hooks run in activation order, then

@@ -179,6 +179,43 @@ pub enum HostError {
         /// Every failing file.
         failures: Vec<ManifestFileFailure>,
     },
+    /// A provider given to `register_provider` breaks M-1/M-8
+    /// (`PROVIDER_INVALID`); nothing was staged. The reason is the manifest
+    /// reason code a declared provider would get for the same defect.
+    InvalidProvider {
+        /// The provider id as given.
+        provider: String,
+        /// The manifest reason code (`invalid_declared_provider_id`, ...).
+        reason: &'static str,
+        /// The JSON pointer of the offending value, relative to the
+        /// provider (`/displayName`, `/models/0/id`).
+        pointer: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No live provider and no inactive extension's declaration has this
+    /// id (`PROVIDER_NOT_FOUND`); nothing started.
+    ProviderNotFound {
+        /// The id asked for.
+        provider: String,
+    },
+    /// The provider has no model with this id (`MODEL_NOT_FOUND`); nothing
+    /// started.
+    ModelNotFound {
+        /// The provider.
+        provider: String,
+        /// The model id asked for.
+        model: String,
+    },
+    /// The provider is declared by an extension whose grant a declaration
+    /// mismatch revoked (M-5) (`PROVIDER_ACTIVATION_DENIED`); nothing
+    /// started. An explicit `activate` that succeeds restores the grant.
+    ProviderActivationDenied {
+        /// The provider.
+        provider: String,
+        /// Its declaring extension.
+        extension: String,
+    },
 }
 
 impl std::fmt::Display for HostError {
@@ -267,6 +304,24 @@ impl HostError {
                     "this caller may not start extensions"
                 }
             ),
+            HostError::InvalidProvider {
+                provider,
+                reason,
+                pointer,
+                message,
+            } => format!("provider {provider:?} is refused ({reason} at {pointer:?}): {message}"),
+            HostError::ProviderNotFound { provider } => {
+                format!("no live or declared provider {provider:?}")
+            }
+            HostError::ModelNotFound { provider, model } => {
+                format!("provider {provider:?} has no model {model:?}")
+            }
+            HostError::ProviderActivationDenied {
+                provider,
+                extension,
+            } => format!(
+                "provider {provider:?} is declared by {extension:?}, whose grant was revoked when what it registered did not match its declarations"
+            ),
             HostError::ManifestDiscovery { failures } => format!(
                 "the manifest folder was refused: {}",
                 failures
@@ -318,19 +373,26 @@ impl HostError {
             HostError::TaskLost { .. } => codes::EXTENSION_TASK_LOST,
             HostError::ActivationDenied { .. } => codes::TOOL_ACTIVATION_DENIED,
             HostError::ManifestDiscovery { .. } => codes::MANIFEST_INVALID,
+            HostError::InvalidProvider { .. } => codes::PROVIDER_INVALID,
+            HostError::ProviderNotFound { .. } => codes::PROVIDER_NOT_FOUND,
+            HostError::ModelNotFound { .. } => codes::MODEL_NOT_FOUND,
+            HostError::ProviderActivationDenied { .. } => codes::PROVIDER_ACTIVATION_DENIED,
         }
     }
 
     /// For a failed activation (or a dependency's failed activation), the
-    /// code of its cause: `TOOL_DUPLICATE`,
-    /// `TOOL_NAME_INVALID`, the M-5 reason code, `EXTENSION_ACTIVATION_CANCELLED`,
+    /// code of its cause: `TOOL_DUPLICATE`, `TOOL_NAME_INVALID`,
+    /// `EXTENSION_PROVIDER_CLASH`, `PROVIDER_INVALID`, the M-5 reason code, `EXTENSION_ACTIVATION_CANCELLED`,
     /// the failure's own code (such as `EXTENSION_TIMEOUT`), or
     /// `EXTENSION_ACTIVATION_FAILED` for an error or panic in extension code.
     /// For a failed tool (`TOOL_FAILED`), the code its error carried, if any
-    /// (such as `EXTENSION_PROCESS_EXITED`). `None` otherwise.
+    /// (such as `EXTENSION_PROCESS_EXITED`). For a refused provider
+    /// (`PROVIDER_INVALID`), its manifest reason code. `None` otherwise.
     pub fn cause_code(&self) -> Option<&'static str> {
-        if let HostError::ToolFailed { code, .. } = self {
-            return *code;
+        match self {
+            HostError::ToolFailed { code, .. } => return *code,
+            HostError::InvalidProvider { reason, .. } => return Some(reason),
+            _ => {}
         }
         let failure = match self {
             HostError::Activation(failure) | HostError::Reload(failure) => failure,
@@ -378,10 +440,10 @@ fn describe_cause(cause: &FailureCause) -> String {
     match cause {
         FailureCause::Factory(f) => format!("the factory failed: {f}"),
         FailureCause::Activate(f) => format!("activate failed: {f}"),
-        FailureCause::Registry(e) => format!("its tools did not validate: {e}"),
+        FailureCause::Registry(e) => format!("its contribution did not validate: {e}"),
         FailureCause::Declaration(m) => {
             format!(
-                "its tools do not match its declarations: {} ({:?})",
+                "what it registered does not match its declarations: {} ({:?})",
                 m.reason(),
                 m.tool()
             )

@@ -59,6 +59,7 @@ pub struct ExtensionDefinition {
     pub(crate) id: String,
     pub(crate) factory: Factory,
     pub(crate) declared_tools: Option<Vec<ToolDescriptor>>,
+    pub(crate) declared_providers: Option<Vec<crate::core::ProviderRecord>>,
     pub(crate) namespaced: bool,
     pub(crate) triggers: Vec<crate::manifest::Trigger>,
     pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
@@ -71,6 +72,7 @@ impl fmt::Debug for ExtensionDefinition {
         f.debug_struct("ExtensionDefinition")
             .field("id", &self.id)
             .field("declared_tools", &self.declared_tools)
+            .field("declared_providers", &self.declared_providers)
             .field("namespaced", &self.namespaced)
             .field("triggers", &self.triggers)
             .finish_non_exhaustive()
@@ -134,6 +136,7 @@ impl ExtensionDefinition {
             id: id.into(),
             factory,
             declared_tools: None,
+            declared_providers: None,
             namespaced: false,
             triggers: Vec::new(),
             manifest: None,
@@ -228,6 +231,31 @@ impl ExtensionDefinition {
         self
     }
 
+    /// Declares the providers this extension will register (M-5, M-8):
+    /// [`ExtensionHost::select_provider`](super::ExtensionHost::select_provider)
+    /// of one of them activates it while it is not active (the provider
+    /// trigger of M-3), and at activation the registered providers must
+    /// equal them exactly (ids, display names, config schema digests, model
+    /// ids and capabilities). A manifest extension gets its manifest's
+    /// declarations (an empty list when it declares tools only).
+    ///
+    /// # Errors
+    ///
+    /// `PROVIDER_INVALID` when one breaks M-1/M-8, as
+    /// [`ActivationContext::register_provider`](super::ActivationContext::register_provider)
+    /// would refuse it.
+    pub fn with_declared_providers(
+        mut self,
+        providers: impl IntoIterator<Item = super::ProviderSpec>,
+    ) -> Result<Self, super::HostError> {
+        let records = providers
+            .into_iter()
+            .map(|p| p.record())
+            .collect::<Result<Vec<_>, _>>()?;
+        self.declared_providers = Some(records);
+        Ok(self)
+    }
+
     /// Publishes this extension's tools as `<extension>:<tool>` even without
     /// declarations (as manifest extensions are).
     pub fn namespaced(mut self) -> Self {
@@ -248,6 +276,7 @@ impl ExtensionDefinition {
                 .declared_tools
                 .as_ref()
                 .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
+            declared_providers: self.declared_providers.clone(),
             dependencies: self.dependencies.clone(),
         }
     }

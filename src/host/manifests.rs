@@ -100,6 +100,17 @@ impl ExtensionDefinition {
                     .collect(),
             );
         }
+        // M-5, M-8: a manifest with declarations registers exactly its
+        // declared providers (none, when it declares tools only).
+        if manifest.has_declarations() {
+            self.declared_providers = Some(
+                manifest
+                    .declared_providers()
+                    .iter()
+                    .map(crate::manifest::DeclaredProvider::record)
+                    .collect(),
+            );
+        }
         self.triggers = manifest.triggers();
         self.dependencies = manifest.dependencies().to_vec();
         if let Some(deadline) = manifest.activation_deadline() {

@@ -13,7 +13,8 @@
 //! - This file is the public API only: options, reports and
 //!   [`ExtensionHost`]'s methods, each a thin call into the machinery.
 //! - Layers, bottom to top: `code` (what extension code is) and `trace`;
-//!   `error`, `contain`, `snapshot`; `context`, `extension`, `manifests`;
+//!   `error`, `contain`, `snapshot`; `provider`, `context`, `extension`,
+//!   `manifests`;
 //!   `shell` (state and the core's commands); `drive`, `calls`, `submit`
 //!   (running operations and tool calls). A module uses only layers below
 //!   it, except the one circle `extension` -> `context` -> `shell` ->
@@ -30,6 +31,7 @@ mod drive;
 mod error;
 mod extension;
 mod manifests;
+mod provider;
 mod shell;
 mod snapshot;
 mod submit;
@@ -49,6 +51,7 @@ pub use context::ActivationContext;
 pub use error::{Diagnostics, HostError, ManifestFileFailure};
 pub use extension::{Extension, ExtensionDefinition};
 pub use manifests::{DiscoveredManifest, InProcessFactories, ManifestDiscovery};
+pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
 pub use snapshot::{ToolInfo, ToolSnapshot};
 pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent, TriggerTrace};
 
@@ -58,7 +61,8 @@ use trace::caused_by;
 use tracing::Instrument;
 
 use crate::core::{
-    Binding, HookDiagnostic, HostCore, OpKind, OpOutcome, Owner, Status, StepFailure,
+    Binding, HookDiagnostic, HostCore, OpKind, OpOutcome, Owner, ProviderSelection, Status,
+    StepFailure,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -645,6 +649,60 @@ impl ExtensionHost {
         self.inner.published.load()
     }
 
+    /// A detached, immutable snapshot of the live providers (M-8). It is
+    /// the same publication as [`ExtensionHost::tools`] would return at that
+    /// instant ([`ProviderSnapshot::tools`] gives its tools): tools and
+    /// providers are published by one commit and read by one load, so a
+    /// reader never sees the tools of one generation with the providers of
+    /// another.
+    pub fn providers(&self) -> ProviderSnapshot {
+        ProviderSnapshot {
+            snapshot: self.tools(),
+        }
+    }
+
+    /// Selects a provider and one of its models (M-8).
+    ///
+    /// - A live provider with that model is returned as it is (nothing
+    ///   runs; `activated` is false), whoever contributed it.
+    /// - A provider that is not live but is declared by a manifest
+    ///   extension that is not active (discovered or failed) with that model
+    ///   starts that extension through the normal queue and transactional
+    ///   path (H-4; the provider trigger of M-3), then returns the live
+    ///   provider (`activated` is true). If that activation fails, its
+    ///   error is returned (`EXTENSION_ACTIVATION_FAILED` with the cause,
+    ///   e.g. an M-5 reason code) and everything it staged is rolled back.
+    ///   A declaration mismatch revokes the grant: later selections of its
+    ///   providers are `PROVIDER_ACTIVATION_DENIED` until an explicit
+    ///   [`ExtensionHost::activate`] succeeds.
+    /// - Otherwise `PROVIDER_NOT_FOUND` or `MODEL_NOT_FOUND`, and nothing
+    ///   starts (a declared provider without the model never starts its
+    ///   extension). After `dispose` has begun, `HOST_DISPOSED`.
+    ///
+    /// Any string may be passed: an id that is not ID-1 simply names no
+    /// provider.
+    pub async fn select_provider(
+        &self,
+        provider: &str,
+        model: &str,
+    ) -> Result<SelectedProvider, HostError> {
+        self.refuse_reentrant("select_provider")?;
+        let selection = self.inner.lock().core.select_provider(provider, model);
+        let extension = match selection {
+            ProviderSelection::Dormant { extension } => extension,
+            other => return selected(other, provider, model, false),
+        };
+        if self.inner.lock().revoked.contains(&extension) {
+            return Err(HostError::ProviderActivationDenied {
+                provider: provider.to_owned(),
+                extension,
+            });
+        }
+        let activated = self.activate(&extension).await? == Activation::Activated;
+        let selection = self.inner.lock().core.select_provider(provider, model);
+        selected(selection, provider, model, activated)
+    }
+
     /// `{id, status}` of every extension, in discovery order (H-2).
     pub fn extensions(&self) -> Vec<ExtensionInfo> {
         self.inner
@@ -747,6 +805,38 @@ impl ActivationContext {
     /// context's public capabilities, H-6).
     pub(crate) fn weak_host(&self) -> WeakHost {
         WeakHost(self.host.clone())
+    }
+}
+
+/// The outcome of a selection the core decided; a provider still dormant
+/// after its extension activated is not found.
+fn selected(
+    selection: ProviderSelection,
+    provider: &str,
+    model: &str,
+    activated: bool,
+) -> Result<SelectedProvider, HostError> {
+    match selection {
+        ProviderSelection::Live {
+            provider,
+            model,
+            owner,
+        } => Ok(SelectedProvider {
+            provider,
+            model,
+            owner,
+            activated,
+        }),
+        ProviderSelection::ModelNotFound { .. } => Err(HostError::ModelNotFound {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+        }),
+        ProviderSelection::Disposed => Err(HostError::Disposed),
+        ProviderSelection::ProviderNotFound | ProviderSelection::Dormant { .. } => {
+            Err(HostError::ProviderNotFound {
+                provider: provider.to_owned(),
+            })
+        }
     }
 }
 

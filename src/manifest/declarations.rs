@@ -18,8 +18,11 @@
 //! After steps 1 to 3 the two lists hold the same names exactly once each,
 //! so equal counts follow and need no code of their own.
 //!
-//! Providers are declarative only: the host offers no provider registration,
-//! so there is nothing to match them against.
+//! Providers (M-8) are matched the same way, by the core's
+//! [`check_provider_declarations`](crate::core::check_provider_declarations):
+//! ids, display names, config schema digests, model ids and capabilities.
+//! [`DeclaredProvider::record`] is the one conversion of a provider to the
+//! core's terms, used for declarations and registrations alike.
 //!
 //! The rule itself, its reason enum and its error type are the core's
 //! ([`crate::core::check_declarations`]); this module only turns a
@@ -28,8 +31,10 @@
 use serde_json::Value;
 
 use super::digest::SchemaDigest;
-use super::schema::{DeclaredTool, Manifest};
-use crate::core::{DeclarationMismatch, ToolRef, ToolSpec, check_declarations};
+use super::schema::{DeclaredProvider, DeclaredTool, Manifest};
+use crate::core::{
+    DeclarationMismatch, ModelRecord, ProviderRecord, ToolRef, ToolSpec, check_declarations,
+};
 
 /// The input schema of a registered tool: the schema itself or its digest
 /// (for instance when a process extension reported only a digest).
@@ -111,5 +116,29 @@ impl Manifest {
         registered: &[RegisteredTool<'_>],
     ) -> Result<(), DeclarationMismatch> {
         match_tool_declarations(self.declared_tools(), registered)
+    }
+}
+
+impl DeclaredProvider {
+    /// The provider in the core's terms: its config schema in canonical
+    /// JSON with its digest (M-5), each model's id and capabilities (absent
+    /// capabilities are an empty set).
+    pub fn record(&self) -> ProviderRecord {
+        ProviderRecord {
+            id: self.id().to_owned(),
+            display_name: self.display_name().to_owned(),
+            config_schema: self.config_schema().map(super::canonical_json),
+            config_schema_digest: self
+                .config_schema()
+                .map(|schema| super::schema_digest(schema).to_hex()),
+            models: self
+                .models()
+                .iter()
+                .map(|m| ModelRecord {
+                    id: m.id().to_owned(),
+                    capabilities: m.capabilities().cloned().unwrap_or_default(),
+                })
+                .collect(),
+        }
     }
 }

@@ -62,6 +62,7 @@ pub use schema::{
     ProcessRuntime, RetiredKey, Runtime,
 };
 pub use validate::parse_manifest;
+pub(crate) use validate::validate_provider_value;
 
 /// The largest manifest, in bytes (text or file).
 pub const MAX_MANIFEST_BYTES: usize = 1_048_576;

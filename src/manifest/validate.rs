@@ -1265,3 +1265,14 @@ fn check_permissions_and_lifecycle(manifest: &Manifest) -> Result<(), ManifestEr
         _ => Ok(()),
     }
 }
+
+/// One provider as a declaration (`{"id", "displayName", "configSchema",
+/// "models"}`) checked by exactly the validators of a manifest's declared
+/// providers (M-1, M-8): the host runs it on every provider an extension
+/// registers, so registration and declaration refuse the same things with
+/// the same reason codes. The pointer of an error is relative to the
+/// provider (`/displayName`, `/models/0/id`).
+pub(crate) fn validate_provider_value(value: Value) -> Result<DeclaredProvider, ManifestError> {
+    let mut providers = decode_providers(Value::Array(vec![value]), Ptr::Root)?;
+    Ok(providers.remove(0))
+}

@@ -7,7 +7,8 @@
 //! - every input is one the core accepts where it was fed (no protocol
 //!   error), so the recorded run is a run of the core;
 //! - the invariants that can be read off the core's state hold on every
-//!   state of the run (INV-1, INV-4, INV-7, INV-10, INV-12);
+//!   state of the run (INV-1, tools and providers; INV-4, INV-7, INV-10,
+//!   INV-12);
 //! - the extension code the shell ran is exactly what the core's effects
 //!   asked for, in that order (operations' code), or once per admitted call
 //!   (tools);
@@ -356,6 +357,45 @@ impl Replay {
                         );
                     }
                 }
+                // M-8: an active contribution's providers are live as
+                // committed.
+                for provider in &contribution.providers {
+                    let entry = core.registry().provider(&provider.id);
+                    if entry.map(|e| &e.record) != Some(provider) {
+                        self.violation(
+                            index,
+                            format!(
+                                "INV-1: {}'s provider {} is not live",
+                                slot.id(),
+                                provider.id
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // M-8: a live provider belongs to the contribution of an active
+        // extension, never to a discovered, activating or failed one.
+        for entry in core.registry().providers() {
+            let Owner::Extension(id) = &entry.owner else {
+                self.violation(
+                    index,
+                    format!("INV-1: provider {} has no owner", entry.record.id),
+                );
+                continue;
+            };
+            let committed = core
+                .extension(id)
+                .and_then(ExtensionSlot::live)
+                .is_some_and(|c| c.providers.contains(&entry.record));
+            if !committed {
+                self.violation(
+                    index,
+                    format!(
+                        "INV-1: provider {} is live but {id} is not active with it",
+                        entry.record.id
+                    ),
+                );
             }
         }
     }

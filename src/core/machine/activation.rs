@@ -7,7 +7,8 @@
 //!   (rollback finished), so no step re-asserts what the types say.
 //! - Nothing live changes before the commit: the candidate registry is a
 //!   clone, validated whole (H-4).
-//! - Builds on `state.rs`, `declarations.rs` and `probes.rs` only.
+//! - Builds on `state.rs`, `declarations.rs`, `providers.rs` and
+//!   `probes.rs` only.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +28,7 @@ use crate::id::validate_id_segment;
 use super::declarations::check_declarations;
 use super::state::{
     Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Purpose, Running,
-    cleanup_plan,
+    cancelled_cause, cleanup_plan,
 };
 
 impl HostCore {
@@ -205,6 +206,11 @@ impl HostCore {
                 a.extension.state_mut().staged.disposers.push(disposer);
                 Registered::Disposer(disposer)
             }
+            Registration::Provider(record) => {
+                effects = self.probe_publish_provider(a.extension.meta(), &record);
+                a.extension.state_mut().staged.providers.push(record);
+                Registered::Provider
+            }
         };
         self.running = Some(Running::Activation(a));
         Answer {
@@ -290,6 +296,7 @@ impl HostCore {
                 return Err(FailureCause::Registry(e));
             }
         }
+        self.stage_providers(meta, staged, &mut candidate)?;
         Ok(candidate)
     }
 
@@ -438,13 +445,5 @@ impl HostCore {
                 },
             ),
         ]
-    }
-}
-
-/// The cause of a rollback that a fired cancellation signal started.
-fn cancelled_cause(why: Cancellation) -> FailureCause {
-    match why {
-        Cancellation::Shutdown => FailureCause::Cancelled,
-        Cancellation::Deadline => FailureCause::DeadlinePassed,
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use thiserror::Error;
 
 use crate::core::ids::ToolRef;
-use crate::core::registry::ToolSpec;
+use crate::core::registry::{ProviderRecord, ToolSpec};
 use crate::error::{codes, reason_enum};
 use crate::text::quote;
 
@@ -33,6 +33,37 @@ reason_enum! {
     RegisteredToolDescriptionMismatch => "registered_tool_description_mismatch",
     /// A registered tool's schema digest differs from the declared one.
     RegisteredToolSchemaDigestMismatch => "registered_tool_schema_digest_mismatch",
+    /// A registered provider was not declared (M-8).
+    UndeclaredProviderRegistered => "undeclared_provider_registered",
+    /// A provider id was registered twice (M-8).
+    DuplicateRegisteredProvider => "duplicate_registered_provider",
+    /// A declared provider was not registered (M-8).
+    DeclaredProviderNotRegistered => "declared_provider_not_registered",
+    /// A registered provider's display name differs from the declared one.
+    RegisteredProviderDisplayNameMismatch => "registered_provider_display_name_mismatch",
+    /// A registered provider's config schema digest differs from the
+    /// declared one (or one of them has no config schema).
+    RegisteredProviderConfigSchemaMismatch => "registered_provider_config_schema_mismatch",
+    /// A registered provider's model ids differ from the declared ones.
+    RegisteredProviderModelsMismatch => "registered_provider_models_mismatch",
+    /// A registered model's capabilities differ from the declared ones.
+    RegisteredModelCapabilitiesMismatch => "registered_model_capabilities_mismatch",
+}
+
+impl MismatchReason {
+    /// True for the reasons about providers (M-8), false for tools.
+    pub fn is_provider(self) -> bool {
+        matches!(
+            self,
+            MismatchReason::UndeclaredProviderRegistered
+                | MismatchReason::DuplicateRegisteredProvider
+                | MismatchReason::DeclaredProviderNotRegistered
+                | MismatchReason::RegisteredProviderDisplayNameMismatch
+                | MismatchReason::RegisteredProviderConfigSchemaMismatch
+                | MismatchReason::RegisteredProviderModelsMismatch
+                | MismatchReason::RegisteredModelCapabilitiesMismatch
+        )
+    }
 }
 
 impl serde::Serialize for MismatchReason {
@@ -41,11 +72,15 @@ impl serde::Serialize for MismatchReason {
     }
 }
 
-/// The registered tools differ from the declarations (M-5). It fails the
-/// activation, so its code is `EXTENSION_ACTIVATION_FAILED`; the reason
-/// code says what differs.
+/// The registered tools or providers differ from the declarations (M-5,
+/// M-8). It fails the activation, so its code is
+/// `EXTENSION_ACTIVATION_FAILED`; the reason code says what differs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
-#[error("declaration mismatch ({reason}) for tool {}: {message}", quote(tool))]
+#[error(
+    "declaration mismatch ({reason}) for {} {}: {message}",
+    if reason.is_provider() { "provider" } else { "tool" },
+    quote(tool)
+)]
 pub struct DeclarationMismatch {
     reason: MismatchReason,
     tool: String,
@@ -70,7 +105,9 @@ impl DeclarationMismatch {
         self.reason.as_str()
     }
 
-    /// The tool name concerned (its own name, not the runtime name).
+    /// The tool name concerned (its own name, not the runtime name), or,
+    /// for a provider reason ([`MismatchReason::is_provider`]), the
+    /// provider id.
     pub fn tool(&self) -> &str {
         &self.tool
     }
@@ -159,6 +196,125 @@ pub fn check_declarations(
                     r.schema_digest, d.schema_digest
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// M-5 for providers (M-8): the providers an extension registers must equal
+/// its declared providers. The first failure is returned, checked in this
+/// order: a registered provider not declared
+/// (`undeclared_provider_registered`, registration order); an id registered
+/// twice (`duplicate_registered_provider`); a declared provider not
+/// registered (`declared_provider_not_registered`, declaration order); then
+/// per declared provider, in declaration order, its display name
+/// (`registered_provider_display_name_mismatch`), its config schema digest
+/// (`registered_provider_config_schema_mismatch`; both absent is equal),
+/// its set of model ids (`registered_provider_models_mismatch`) and each
+/// declared model's capabilities (`registered_model_capabilities_mismatch`;
+/// an absent capability list equals an empty one).
+pub fn check_provider_declarations(
+    declared: &[ProviderRecord],
+    registered: &[ProviderRecord],
+) -> Result<(), DeclarationMismatch> {
+    let mismatch = |reason, provider: &str, message: String| DeclarationMismatch {
+        reason,
+        tool: provider.to_owned(),
+        message,
+    };
+    let declared_by_id: BTreeMap<&str, &ProviderRecord> =
+        declared.iter().map(|d| (d.id.as_str(), d)).collect();
+    if let Some(r) = registered
+        .iter()
+        .find(|r| !declared_by_id.contains_key(r.id.as_str()))
+    {
+        return Err(mismatch(
+            MismatchReason::UndeclaredProviderRegistered,
+            &r.id,
+            format!(
+                "the extension registered provider {} but its manifest does not declare it",
+                quote(&r.id)
+            ),
+        ));
+    }
+    let mut registered_by_id: BTreeMap<&str, &ProviderRecord> = BTreeMap::new();
+    for r in registered {
+        if registered_by_id.insert(r.id.as_str(), r).is_some() {
+            return Err(mismatch(
+                MismatchReason::DuplicateRegisteredProvider,
+                &r.id,
+                format!("the extension registered provider {} twice", quote(&r.id)),
+            ));
+        }
+    }
+    if let Some(d) = declared
+        .iter()
+        .find(|d| !registered_by_id.contains_key(d.id.as_str()))
+    {
+        return Err(mismatch(
+            MismatchReason::DeclaredProviderNotRegistered,
+            &d.id,
+            format!(
+                "the manifest declares provider {} but the extension did not register it",
+                quote(&d.id)
+            ),
+        ));
+    }
+    for d in declared {
+        let r = registered_by_id[d.id.as_str()];
+        if r.display_name != d.display_name {
+            return Err(mismatch(
+                MismatchReason::RegisteredProviderDisplayNameMismatch,
+                &d.id,
+                format!(
+                    "registered display name {} differs from the declared {}",
+                    quote(&r.display_name),
+                    quote(&d.display_name)
+                ),
+            ));
+        }
+        if r.config_schema_digest != d.config_schema_digest {
+            let show = |digest: &Option<String>| digest.clone().unwrap_or_else(|| "none".into());
+            return Err(mismatch(
+                MismatchReason::RegisteredProviderConfigSchemaMismatch,
+                &d.id,
+                format!(
+                    "registered config schema digest {} differs from the declared {}",
+                    show(&r.config_schema_digest),
+                    show(&d.config_schema_digest)
+                ),
+            ));
+        }
+        let ids = |p: &ProviderRecord| -> Vec<String> {
+            let mut ids: Vec<String> = p.models.iter().map(|m| m.id.clone()).collect();
+            ids.sort();
+            ids
+        };
+        if ids(r) != ids(d) {
+            return Err(mismatch(
+                MismatchReason::RegisteredProviderModelsMismatch,
+                &d.id,
+                format!(
+                    "registered models {:?} differ from the declared {:?}",
+                    ids(r),
+                    ids(d)
+                ),
+            ));
+        }
+        for dm in &d.models {
+            let rm = r.model(&dm.id).expect("the model id sets are equal");
+            if rm.capabilities != dm.capabilities {
+                return Err(mismatch(
+                    MismatchReason::RegisteredModelCapabilitiesMismatch,
+                    &d.id,
+                    format!(
+                        "model {}: registered capabilities {:?} differ from the declared {:?}",
+                        quote(&dm.id),
+                        rm.capabilities,
+                        dm.capabilities
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -17,6 +17,9 @@
 //! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
 //!   cursor and plan.
 //! - `declarations.rs`: M-5, pure, used by the manifest module too.
+//! - `providers.rs`: M-8, the providers of a candidate (declaration match,
+//!   clash) and provider selection; builds on `state.rs`, `declarations.rs`
+//!   and `probes.rs` only.
 
 mod activation;
 mod admission;
@@ -27,12 +30,15 @@ mod discovery;
 mod dispose;
 mod emit;
 mod probes;
+mod providers;
 mod reload;
 mod state;
 
 pub use declarations::{
     DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, check_declarations,
+    check_provider_declarations,
 };
+pub use providers::ProviderSelection;
 pub use state::{HostCore, Phase};
 
 use crate::core::ids::OpId;

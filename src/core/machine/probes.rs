@@ -16,7 +16,7 @@ use crate::core::mutant::Mutant as M;
 use crate::core::mutant::Mutant;
 use crate::core::outcome::LiveHook;
 use crate::core::protocol::{Answer, ContextClosed, Effect, Registered, Registration};
-use crate::core::registry::{Binding, Owner, ToolRegistry, ToolSpec};
+use crate::core::registry::{Binding, Owner, ProviderRecord, ToolRegistry, ToolSpec};
 
 use super::state::HostCore;
 
@@ -162,6 +162,21 @@ impl HostCore {
         vec![Effect::Publish]
     }
 
+    /// `ProviderPublishedBeforeValidation`: a staged provider goes live at
+    /// registration, before the candidate is validated (INV-1, M-8).
+    pub(super) fn probe_publish_provider(
+        &mut self,
+        meta: &DefinitionMeta,
+        record: &ProviderRecord,
+    ) -> Vec<Effect> {
+        if !self.mutant(Mutant::ProviderPublishedBeforeValidation) {
+            return Vec::new();
+        }
+        let owner = Owner::Extension(meta.id.clone());
+        let _ = self.registry.insert_provider(record, owner);
+        vec![Effect::Publish]
+    }
+
     /// `PublishBeforeValidate`: the staged tools are already live; take
     /// them out of the candidate so that the batch can be added again.
     pub(super) fn probe_unpublish_staged(
@@ -240,6 +255,10 @@ impl HostCore {
                 Registered::Hook(hook)
             }
             Registration::Disposer => Registered::Disposer(self.counters.disposer()),
+            Registration::Provider(record) => {
+                let _ = self.registry.insert_provider(&record, Owner::Extension(id));
+                Registered::Provider
+            }
         };
         Some(Answer {
             reply: Ok(handle),

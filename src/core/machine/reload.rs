@@ -12,7 +12,7 @@
 //!   purpose is [`Purpose::Reload`]); the slot changes once, at the commit.
 //! - The extension keeps its place in the activation order, so live hooks
 //!   keep their order and shutdown still disposes dependents first (H-13).
-//! - Builds on `state.rs` and `probes.rs` only; `activation.rs` calls in
+//! - Builds on `state.rs`, `providers.rs` and `probes.rs` only; `activation.rs` calls in
 //!   here for the commit and the candidate, `dispose.rs` for the end of the
 //!   old generation's cleanup.
 
@@ -80,7 +80,7 @@ impl HostCore {
     }
 
     /// The candidate of a reload starts from the live registry without the
-    /// old generation's tools; returns their API names by runtime name, so
+    /// old generation's tools and providers; returns their API names by runtime name, so
     /// that a tool the fresh generation registers again keeps its API name
     /// (M-6).
     pub(super) fn without_old_generation(
@@ -92,6 +92,7 @@ impl HostCore {
         let Some(old) = self.extension(&meta.id).and_then(ExtensionSlot::active) else {
             return kept;
         };
+        self.without_old_providers(meta, candidate);
         let owner = Owner::Extension(meta.id.clone());
         for (_, spec) in &old.state().contribution.tools {
             let name = meta.runtime_tool_name(&spec.name);

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rpds::VectorSync;
 
 use crate::core::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
-use crate::core::lifecycle::{Activating, Extension, ExtensionSlot};
+use crate::core::lifecycle::{Activating, Cancellation, Extension, ExtensionSlot};
 use crate::core::mutant::Mutant;
 use crate::core::outcome::{
     CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
@@ -321,5 +321,13 @@ impl HostCore {
         self.running = None;
         self.probe_resume_suspended();
         Effect::Settle { op, outcome }
+    }
+}
+
+/// The cause of a rollback that a fired cancellation signal started.
+pub(super) fn cancelled_cause(why: Cancellation) -> FailureCause {
+    match why {
+        Cancellation::Shutdown => FailureCause::Cancelled,
+        Cancellation::Deadline => FailureCause::DeadlinePassed,
     }
 }

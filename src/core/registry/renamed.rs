@@ -12,7 +12,8 @@ impl ToolRegistry {
     /// True when the publication sequence numbers are `0..len()` and the
     /// next one is `len()`: the canonical numbering (`core::canonical`).
     pub(in crate::core) fn is_compact(&self) -> bool {
-        self.next_seq == self.by_name.size() as u64
+        self.providers.is_compact()
+            && self.next_seq == self.by_name.size() as u64
             && self
                 .order
                 .keys()
@@ -27,6 +28,7 @@ impl ToolRegistry {
         // The API-name index holds no handle and no sequence number.
         let mut out = Self {
             by_api: self.by_api.clone(),
+            providers: self.providers.compacted(),
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
             ..Self::default()
