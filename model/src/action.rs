@@ -28,6 +28,8 @@ pub enum Reg {
     Hook,
     /// A disposer.
     Disposer,
+    /// The provider `p` (M-8, [`crate::scenario::PROVIDER_ID`]).
+    Provider,
 }
 
 /// The step the core awaits when a deadline passes or a task is lost (it

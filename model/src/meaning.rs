@@ -85,6 +85,14 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "the model's own consistency: the core accepted every input the environment chose",
     ),
     (
+        "a provider live (M-8)",
+        "reached: a provider an activation registered went live with its commit",
+    ),
+    (
+        "a provider clash rejected (M-8)",
+        "reached: an activation refused because its provider id was already live (EXTENSION_PROVIDER_CLASH)",
+    ),
+    (
         "a reload swapped in its fresh generation",
         "reached: a reload that committed its fresh generation and retired the old one",
     ),

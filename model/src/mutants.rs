@@ -22,7 +22,7 @@ pub struct MutantCase {
 /// `Mutant::SuffixNotCheckedFree` is not here: only a three-way API-name
 /// collision shows it, which the default bounds do not reach; the registry
 /// property test (`proptests/tests/registry.rs`) catches it.
-pub const MUTANTS: [MutantCase; 20] = [
+pub const MUTANTS: [MutantCase; 21] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -143,6 +143,12 @@ pub const MUTANTS: [MutantCase; 20] = [
         breaks: &["INV-11b"],
         summary: "a failed reload's rollback also runs the live old generation's cleanup",
     },
+    MutantCase {
+        mutant: Mutant::ProviderPublishedBeforeValidation,
+        name: "ProviderPublishedBeforeValidation",
+        breaks: &["INV-1"],
+        summary: "a staged provider goes live at registration, before validation",
+    },
 ];
 
 impl MutantCase {
@@ -175,6 +181,7 @@ impl MutantCase {
             losses: 0,
             reloads: 0,
             dependency: false,
+            providers: false,
         };
         match self.mutant {
             Mutant::PublishBeforeValidate => b.tools = 1,
@@ -247,9 +254,10 @@ impl MutantCase {
                 b.reloads = 1;
                 b.extensions = 1;
             }
-            // Not in `MUTANTS`: the model has no provider registrations; the
-            // core's unit tests catch it (`src/core/machine/providers/tests.rs`).
-            Mutant::ProviderPublishedBeforeValidation => {}
+            Mutant::ProviderPublishedBeforeValidation => {
+                b.providers = true;
+                b.extensions = 1;
+            }
             Mutant::SuffixNotCheckedFree => {
                 // A three-way collision: `m_x`, `m.x` and `m:x`.
                 b.manifest = true;

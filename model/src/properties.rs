@@ -166,6 +166,24 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     if dormant != expected_dormant {
         return Err(dormant_mismatch(sc, s));
     }
+    // Providers (M-8): exactly the active generations' accepted providers,
+    // in publication order, each with its owner.
+    let live: Vec<(&str, &Owner)> = registry
+        .providers()
+        .map(|p| (p.record.id.as_str(), &p.owner))
+        .collect();
+    let owners: Vec<Owner> = published(env)
+        .map(|a| Owner::Extension(a.ext.clone()))
+        .collect();
+    let expected: Vec<(&str, &Owner)> = published(env)
+        .zip(&owners)
+        .flat_map(|(a, owner)| a.providers.iter().map(move |p| (p.as_str(), owner)))
+        .collect();
+    if live != expected {
+        return Err(format!(
+            "the live providers are {live:?} but the active contributions' are {expected:?}"
+        ));
+    }
     // Hooks: the hooks of active extensions in (activation, registration)
     // order.
     let mut hooks = core.live_hooks().iter();
@@ -909,6 +927,19 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
                 Definition::always("INV-13b", |sc, s| inv13b(sc, s).is_ok()),
             ],
         );
+    }
+    if b.providers {
+        p.push(sometimes("a provider live (M-8)", |_, s| {
+            s.core.registry().provider_count() > 0
+        }));
+        p.push(sometimes("a provider clash rejected (M-8)", |_, s| {
+            any_settled(s, |st| {
+                matches!(
+                    cause(st),
+                    Some(FailureCause::Registry(RegistryError::ProviderClash { .. }))
+                )
+            })
+        }));
     }
     if b.reloads > 0 {
         p.push(sometimes(

@@ -428,6 +428,7 @@ pub fn bounds_lines(b: &Bounds) -> Vec<(String, String)> {
             "a dependency (b on m) and a cycle batch".into(),
             yes_no(b.dependency),
         ),
+        ("providers (p, declared by m)".into(), yes_no(b.providers)),
     ]
 }
 
@@ -543,6 +544,9 @@ pub struct BoundsArgs {
     /// No dependency between extensions (H-13).
     #[arg(long)]
     pub no_dependency: bool,
+    /// No provider registrations (M-8).
+    #[arg(long)]
+    pub no_providers: bool,
     /// Cleanup steps that may fail within one rollback or shutdown.
     #[arg(long)]
     pub cleanup_failures: Option<usize>,
@@ -578,6 +582,9 @@ impl BoundsArgs {
         set(&mut b.reloads, self.reloads);
         if self.no_dependency {
             b.dependency = false;
+        }
+        if self.no_providers {
+            b.providers = false;
         }
         if self.no_late {
             b.late = false;

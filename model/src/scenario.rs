@@ -2,7 +2,9 @@
 //! register, the discovery script and the bounds that keep the state space
 //! finite.
 
-use exthost::core::{DefinitionMeta, HostCore, Registration, ToolRef, ToolSpec};
+use exthost::core::{
+    DefinitionMeta, HostCore, ModelRecord, ProviderRecord, Registration, ToolRef, ToolSpec,
+};
 
 use crate::action::Reg;
 use serde::Serialize;
@@ -18,6 +20,25 @@ pub const LATE_TOOL: &str = "late";
 /// The one tool the manifest extension declares (M-4): its dormant descriptor
 /// is `m:x`, whose API name `m_x` the plain pool's `m_x` collides with (M-6).
 pub const DECLARED_TOOL: &str = "x";
+/// The provider every extension may register when `providers` is set
+/// (M-8); the manifest extension declares it, so a plain extension holding
+/// it makes the manifest one's activation clash.
+pub const PROVIDER_ID: &str = "p";
+
+/// The provider `p` with its one model, as registered and as declared.
+pub fn provider_record() -> ProviderRecord {
+    ProviderRecord {
+        id: PROVIDER_ID.into(),
+        display_name: "Provider p".into(),
+        config_schema: None,
+        config_schema_digest: None,
+        models: vec![ModelRecord {
+            id: "m1".into(),
+            capabilities: Default::default(),
+        }],
+    }
+}
+
 /// The undeclared tool the manifest extension may register (M-5 mismatch).
 pub const UNDECLARED_TOOL: &str = "y";
 /// The default pool of tool names a plain extension registers from: `x`
@@ -84,6 +105,10 @@ pub struct Bounds {
     /// the late one first), and, with `refused` at 3, a refused batch
     /// closes a dependency cycle.
     pub dependency: bool,
+    /// Providers (M-8): every activation may register the provider `p`,
+    /// which the manifest extension declares (so its activation must
+    /// register it, M-5).
+    pub providers: bool,
 }
 
 impl Default for Bounds {
@@ -111,6 +136,7 @@ impl Default for Bounds {
             losses: 1,
             reloads: 0,
             dependency: false,
+            providers: false,
         }
     }
 }
@@ -137,6 +163,7 @@ impl Bounds {
             losses: 1,
             reloads: 0,
             dependency: false,
+            providers: false,
         }
     }
 
@@ -166,6 +193,7 @@ impl Bounds {
             losses: 1,
             reloads: 1,
             dependency: true,
+            providers: true,
         }
     }
 
@@ -263,7 +291,7 @@ impl Scenario {
                     id: MANIFEST_ID.into(),
                     namespaced: true,
                     declared_tools: Some(vec![declared.clone()]),
-                    declared_providers: None,
+                    declared_providers: bounds.providers.then(|| vec![provider_record()]),
                     dependencies: Vec::new(),
                 },
                 pool: vec![declared, plain_spec(UNDECLARED_TOOL)],
@@ -346,6 +374,7 @@ impl Scenario {
             Reg::LateTool => Registration::Tool(ToolSpec::new(LATE_TOOL, "late tool", "00")),
             Reg::Hook => Registration::Hook,
             Reg::Disposer => Registration::Disposer,
+            Reg::Provider => Registration::Provider(provider_record()),
         }
     }
 

@@ -65,12 +65,16 @@ pub struct Activation {
     pub hooks: Vec<HookRef>,
     /// Accepted disposers in order (acquired disposers).
     pub disposers: Vec<DisposerRef>,
+    /// Accepted providers in order, by id (M-8; they have no handle).
+    pub providers: Vec<String>,
     /// Tool registrations attempted (for the bounds).
     pub tool_attempts: u8,
     /// Hook registrations attempted.
     pub hook_attempts: u8,
     /// Disposer registrations attempted.
     pub disposer_attempts: u8,
+    /// Provider registrations attempted.
+    pub provider_attempts: u8,
 }
 
 impl Activation {
@@ -89,9 +93,11 @@ impl Activation {
             tools: Vec::new(),
             hooks: Vec::new(),
             disposers: Vec::new(),
+            providers: Vec::new(),
             tool_attempts: 0,
             hook_attempts: 0,
             disposer_attempts: 0,
+            provider_attempts: 0,
         }
     }
 
@@ -104,6 +110,7 @@ impl Activation {
             tools: self.tools.clone(),
             hooks: self.hooks.clone(),
             disposers: self.disposers.clone(),
+            providers: self.providers.clone(),
             instance: self.instance,
             ..Self::new(OpId(0), self.ext.clone(), self.context)
         }

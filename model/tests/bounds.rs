@@ -24,6 +24,7 @@ fn the_default_bounds_are_pinned() {
         "refused": 2,
         "reloads": 0,
         "dependency": false,
+        "providers": false,
         "tool_names": ["x", "m_x"],
         "tools": 2,
         "withdraws": 1
@@ -32,7 +33,7 @@ fn the_default_bounds_are_pinned() {
     // Byte for byte, as `check --json` prints it.
     assert_eq!(
         serde_json::to_string(&Bounds::default()).expect("bounds serialize"),
-        r#"{"extensions":3,"manifest":true,"tools":2,"hooks":1,"disposers":2,"ops":3,"withdraws":1,"late":true,"hangs":1,"refused":2,"cleanup_failures":2,"tool_names":["x","m_x"],"calls":1,"deadlines":1,"losses":1,"reloads":0,"dependency":false}"#
+        r#"{"extensions":3,"manifest":true,"tools":2,"hooks":1,"disposers":2,"ops":3,"withdraws":1,"late":true,"hangs":1,"refused":2,"cleanup_failures":2,"tool_names":["x","m_x"],"calls":1,"deadlines":1,"losses":1,"reloads":0,"dependency":false,"providers":false}"#
     );
 }
 

@@ -34,6 +34,7 @@ fn bounds() -> Bounds {
         losses: 1,
         reloads: 0,
         dependency: false,
+        providers: false,
     }
 }
 

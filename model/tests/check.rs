@@ -60,6 +60,8 @@ fn the_real_core_satisfies_every_invariant_with_reloads_and_dependencies() {
         "a dependent activated after its dependency",
         "a failed dependency stopped its dependent",
         "an activation refused for a missing dependency",
+        "a provider live (M-8)",
+        "a provider clash rejected (M-8)",
     ] {
         assert_eq!(
             report.verdict(example).map(|v| v.result.as_str()),
@@ -132,6 +134,7 @@ fn stateright_agrees_through_its_own_assertions() {
         losses: 1,
         reloads: 1,
         dependency: true,
+        providers: true,
     };
     let checker = HostModel::new(bounds).checker().spawn_dfs().join();
     for p in HostModel::new(Bounds::ci()).properties() {
@@ -166,6 +169,7 @@ fn the_state_graph_has_no_cycle() {
         losses: 1,
         reloads: 1,
         dependency: true,
+        providers: true,
     };
     let model = HostModel::new(bounds);
     #[derive(PartialEq)]

@@ -143,6 +143,11 @@ fn reload_failure_cleans_old_breaks_inv11b() {
 }
 
 #[test]
+fn provider_published_before_validation_breaks_inv1() {
+    assert_caught(Mutant::ProviderPublishedBeforeValidation);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

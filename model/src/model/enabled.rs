@@ -149,7 +149,10 @@ impl HostModel {
                 .iter()
                 .rev()
                 .find(|a| a.op == op)
-                .is_some_and(|a| a.tool_attempts + a.hook_attempts + a.disposer_attempts == 0),
+                .is_some_and(|a| {
+                    a.tool_attempts + a.provider_attempts + a.hook_attempts + a.disposer_attempts
+                        == 0
+                }),
             _ => true,
         };
         if here && deadline && usize::from(env.op_deadlines) < b.deadlines {
@@ -246,16 +249,19 @@ impl HostModel {
             return;
         }
         // Partial-order reduction: registrations of different kinds
-        // commute (the core stages tools, hooks and disposers in separate
-        // lists, each kind with its own handle counter, and none of them
-        // reads the others or the cancellation signal), so `activate`
-        // registers its tools first, then its hooks, then its disposers.
+        // commute (the core stages tools, providers, hooks and disposers in
+        // separate lists, each kind with its own handle counter, and none
+        // of them reads the others or the cancellation signal), so
+        // `activate` registers its tools first, then its provider, then its
+        // hooks, then its disposers.
         // Every staged contribution, and so every state where it may
         // return, hang or be cancelled, is still reached; only the orders
         // that reach the same state again are skipped (fewer edges, the
         // same states).
         let (hooks, disposers) = (a.hook_attempts, a.disposer_attempts);
-        if usize::from(a.tool_attempts) < b.tools && hooks == 0 && disposers == 0 {
+        let providers = a.provider_attempts;
+        if usize::from(a.tool_attempts) < b.tools && providers == 0 && hooks == 0 && disposers == 0
+        {
             let pool = self.scenario.extensions[usize::from(ext)].pool.len();
             for i in 0..pool {
                 out.push(Action::Register {
@@ -264,6 +270,13 @@ impl HostModel {
                     reg: Reg::Tool(u8::try_from(i).expect("a small pool")),
                 });
             }
+        }
+        if b.providers && providers == 0 && hooks == 0 && disposers == 0 {
+            out.push(Action::Register {
+                ext,
+                context,
+                reg: Reg::Provider,
+            });
         }
         if usize::from(hooks) < b.hooks && disposers == 0 {
             out.push(Action::Register {

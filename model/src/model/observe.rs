@@ -86,6 +86,7 @@ impl HostModel {
                         Reg::Tool(_) | Reg::LateTool => a.tool_attempts += 1,
                         Reg::Hook => a.hook_attempts += 1,
                         Reg::Disposer => a.disposer_attempts += 1,
+                        Reg::Provider => a.provider_attempts += 1,
                     }
                 }
             }
@@ -381,6 +382,9 @@ impl HostModel {
                     }
                     (Ok(Registered::Hook(h)), Registration::Hook) => a.hooks.push(h),
                     (Ok(Registered::Disposer(d)), Registration::Disposer) => a.disposers.push(d),
+                    (Ok(Registered::Provider), Registration::Provider(p)) => {
+                        a.providers.push(p.id.clone())
+                    }
                     (reply, _) => Violations::record(
                         &mut env.violations.protocol,
                         format!("open {context} answered a registration with {reply:?}"),

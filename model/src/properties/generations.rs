@@ -43,11 +43,19 @@ pub fn inv11a(_: &Scenario, s: &State) -> Result<(), String> {
             .filter(|h| h.extension == a.ext)
             .map(|h| h.hook)
             .collect();
-        if live != expected || hooks != a.hooks {
-            let none = live.is_empty() && hooks.is_empty();
+        let providers: Vec<&str> = s
+            .core
+            .registry()
+            .providers()
+            .filter(|p| p.owner == owner)
+            .map(|p| p.record.id.as_str())
+            .collect();
+        if live != expected || hooks != a.hooks || providers != a.providers {
+            let none = live.is_empty() && hooks.is_empty() && providers.is_empty();
             return Err(format!(
-                "{}: {} live (tools {live:?}, hooks {hooks:?}) where its generation {} has \
-                 the tools {expected:?} and the hooks {:?}",
+                "{}: {} live (tools {live:?}, hooks {hooks:?}, providers {providers:?}) where \
+                 its generation {} has the tools {expected:?}, the hooks {:?} and the \
+                 providers {:?}",
                 a.ext,
                 if none {
                     "no generation is"
@@ -55,7 +63,8 @@ pub fn inv11a(_: &Scenario, s: &State) -> Result<(), String> {
                     "not one generation is"
                 },
                 a.context,
-                a.hooks
+                a.hooks,
+                a.providers
             ));
         }
     }
