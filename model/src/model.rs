@@ -8,10 +8,10 @@
 //!   [`crate::state`], [`crate::scenario`], [`crate::properties`] and
 //!   [`crate::render`], and nothing below it names it, except that
 //!   [`crate::run`] and the binaries drive it.
-//! - Its children split one step: [`enabled`] (what may happen next),
-//!   [`observe`] (what the action and the core's reply tell the
-//!   environment), [`effects`] (what the commands tell it, and the record
-//!   of a settled operation), [`checks`] (before/after checks).
+//! - Its children split one step: `enabled` (what may happen next),
+//!   `observe` (what the action and the core's reply tell the
+//!   environment), `effects` (what the commands tell it, and the record
+//!   of a settled operation), `checks` (before/after checks).
 
 mod checks;
 mod effects;

@@ -3,7 +3,7 @@
 //! are offered.
 //!
 //! Architecture invariant: reads the state only; what an action does is
-//! [`super::observe`]'s and the core's business.
+//! `super::observe`'s and the core's business.
 
 use exthost::core::{Awaiting, Binding, ContextId, LiveHook, OpId, OpKind, Owner, Phase};
 

@@ -1,6 +1,6 @@
 //! What the environment observes of one step: what its own action tells
 //! it, and what the core's typed reply tells it. The commands the core set
-//! off are [`super::effects`]'s.
+//! off are `super::effects`'s.
 //!
 //! Architecture invariant: records observations and transition
 //! violations in the environment; never changes the core.

@@ -33,7 +33,7 @@ pub struct Definition {
     /// Always, eventually or sometimes.
     pub expectation: Expectation,
     /// The condition: for a `sometimes` property, judged on the step that
-    /// led to the state, with what settled in it ([`judge_step`]).
+    /// led to the state, with what settled in it ([`super::judge_step`]).
     pub condition: Condition,
 }
 
