@@ -29,7 +29,6 @@ use crate::properties;
 use crate::render;
 use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, Scenario};
 use crate::state::{Env, OpStatus, State, Violations};
-use checks::{check_api_names, check_calls, check_statuses};
 
 pub use crate::action::{Action, Awaited, Ext, Reg};
 
@@ -322,9 +321,7 @@ impl HostModel {
             }
             Ok((reply, effects)) => {
                 self.observe(&mut s, last, action, reply, effects);
-                check_statuses(before, &mut s);
-                check_api_names(before, &mut s);
-                check_calls(&mut s);
+                Self::check_transition(before, &mut s);
                 self.end_step(&mut s);
                 Some(s)
             }

@@ -4,7 +4,18 @@
 
 use exthost::core::{Binding, CallId, HostCore, Status};
 
+use super::HostModel;
 use crate::state::{State, Violations};
+
+impl HostModel {
+    /// The checks of one transition from `before` to `s`: INV-7's status
+    /// changes, INV-10's API names, and the calls in flight.
+    pub(super) fn check_transition(before: &HostCore, s: &mut State) {
+        check_statuses(before, s);
+        check_api_names(before, s);
+        check_calls(s);
+    }
+}
 
 /// H-1: the only status transitions.
 fn allowed(before: Option<Status>, after: Status) -> bool {
@@ -23,7 +34,7 @@ fn allowed(before: Option<Status>, after: Status) -> bool {
 /// The environment's calls in flight are exactly the core's, in start
 /// order: nothing the core forgot still runs, and nothing it tracks was
 /// answered.
-pub(super) fn check_calls(s: &mut State) {
+fn check_calls(s: &mut State) {
     let core: Vec<CallId> = s.core.calls_in_flight().map(|(c, _)| c).collect();
     let env: Vec<CallId> = s.env.calls.iter().map(|c| c.call).collect();
     if core != env {
@@ -34,7 +45,7 @@ pub(super) fn check_calls(s: &mut State) {
     }
 }
 /// INV-7: every status change of this step is one H-1 lists.
-pub(super) fn check_statuses(before: &HostCore, s: &mut State) {
+fn check_statuses(before: &HostCore, s: &mut State) {
     let old = before.extensions();
     let new = s.core.extensions();
     if new.len() < old.len() {
@@ -64,7 +75,7 @@ pub(super) fn check_statuses(before: &HostCore, s: &mut State) {
 
 /// INV-10 (M-6): a tool's API name never changes while it stays live, nor
 /// when its dormant descriptor goes live.
-pub(super) fn check_api_names(before: &HostCore, s: &mut State) {
+fn check_api_names(before: &HostCore, s: &mut State) {
     let old = before.registry();
     for entry in s.core.registry().iter() {
         if let Some(prev) = old.get(&entry.name)
