@@ -13,6 +13,7 @@
 //!   environment), `effects` (what the commands tell it, and the record
 //!   of a settled operation), `checks` (before/after checks).
 
+mod calls;
 mod checks;
 mod effects;
 mod enabled;
