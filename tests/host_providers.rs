@@ -29,6 +29,16 @@ struct Plan {
     fail: bool,
 }
 
+impl Plan {
+    /// A plan that registers this one provider and nothing else.
+    fn providing(provider: ProviderSpec) -> Self {
+        Self {
+            providers: vec![provider],
+            ..Self::default()
+        }
+    }
+}
+
 /// A real extension: it registers what its current plan says, logging every
 /// step. The plan is shared, so a test can change it between generations.
 #[derive(Clone)]
@@ -220,14 +230,7 @@ async fn a_provider_clash_fails_the_activation_and_rolls_back_its_tools_too() {
     within(async {
         let (_checked, host) = host();
         let log = Log::default();
-        let first = ProviderExt::new(
-            "first",
-            &log,
-            Plan {
-                providers: vec![acme()],
-                ..Plan::default()
-            },
-        );
+        let first = ProviderExt::new("first", &log, Plan::providing(acme()));
         let second = ProviderExt::new(
             "second",
             &log,
@@ -305,14 +308,7 @@ async fn select_provider_starts_a_dormant_manifest_extension_once() {
         let folder = tempfile::tempdir().unwrap();
         let log = Log::default();
         write_manifest(folder.path(), "acme-ext", json!([acme_declared()]));
-        let ext = ProviderExt::new(
-            "acme-ext",
-            &log,
-            Plan {
-                providers: vec![acme()],
-                ..Plan::default()
-            },
-        );
+        let ext = ProviderExt::new("acme-ext", &log, Plan::providing(acme()));
         let factories = InProcessFactories::new().with("acme-ext", ext.factory());
         host.discover_manifest_dir(folder.path(), &factories)
             .unwrap();
@@ -681,14 +677,7 @@ async fn shutdown_removes_every_provider_and_selection_is_refused() {
     within(async {
         let (_checked, host) = host();
         let log = Log::default();
-        let ext = ProviderExt::new(
-            "acme-ext",
-            &log,
-            Plan {
-                providers: vec![acme()],
-                ..Plan::default()
-            },
-        );
+        let ext = ProviderExt::new("acme-ext", &log, Plan::providing(acme()));
         host.discover([ext.definition()]).unwrap();
         host.activate("acme-ext").await.unwrap();
         let before = host.providers();
