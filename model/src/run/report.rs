@@ -1,0 +1,329 @@
+//! A check's report: each property's verdict with its meaning and readable
+//! counterexample, as text and as JSON, and the bounds as readable lines.
+//!
+//! Architecture invariant: builds on the model's lower modules and on
+//! `crate::model` for rendering paths; never on the rest of `run`.
+
+use serde::Serialize;
+use stateright::Expectation;
+
+use super::args::Strategy;
+use crate::model::{Action, HostModel};
+use crate::render;
+use crate::scenario::Bounds;
+use crate::state::State;
+
+/// A snapshot of a running check.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Progress {
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// The deepest path so far.
+    pub max_depth: usize,
+    /// Time since the start.
+    pub seconds: f64,
+}
+
+/// One step of a path, for people.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The action, in the spec's words.
+    pub action: String,
+    /// The effects the core returned for it.
+    pub effects: Vec<String>,
+    /// The state after it, line by line.
+    pub state: Vec<(String, String)>,
+}
+
+/// The verdict on one property.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The property's name.
+    pub name: String,
+    /// `always`, `eventually` or `sometimes`.
+    pub expectation: String,
+    /// `holds`, `violated`, `reached` or `not reached`.
+    pub result: String,
+    /// True when the result is the expected one.
+    pub ok: bool,
+    /// For a violation: what broke, in the spec's words.
+    pub reason: Option<String>,
+    /// The length of the discovery path (counterexample or example).
+    pub path_len: Option<usize>,
+    /// For a violation: the counterexample, step by step.
+    pub counterexample: Option<Vec<Step>>,
+}
+
+/// The result of a check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The bounds.
+    pub bounds: Bounds,
+    /// The seeded bug, if any.
+    pub mutant: Option<String>,
+    /// Search order.
+    pub strategy: Strategy,
+    /// Checker threads.
+    pub threads: usize,
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// The deepest path.
+    pub max_depth: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// True when the whole bounded state space was explored.
+    pub complete: bool,
+    /// Every property's verdict.
+    pub properties: Vec<Verdict>,
+}
+
+impl Report {
+    /// True when every invariant holds and every `sometimes` was reached.
+    pub fn ok(&self) -> bool {
+        self.properties.iter().all(|v| v.ok)
+    }
+
+    /// The verdict on one property.
+    pub fn verdict(&self, name: &str) -> Option<&Verdict> {
+        self.properties.iter().find(|v| v.name == name)
+    }
+
+    /// True when this property has a counterexample.
+    pub fn violated(&self, name: &str) -> bool {
+        self.verdict(name).is_some_and(|v| v.result == "violated")
+    }
+}
+
+/// Renders a path (states, each with the action taken from it): each action
+/// with the effects it produced and the state after it.
+pub fn steps(model: &HostModel, path: Vec<(State, Option<Action>)>) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut previous: Option<(State, Action)> = None;
+    for (state, action) in path {
+        if let Some((last, act)) = previous.take() {
+            let effects = match model.input(&act) {
+                None => vec!["(no input: the environment's choice)".to_owned()],
+                Some(input) => match last.core.clone().apply(input) {
+                    Ok(effects) => effects.iter().map(render::effect).collect(),
+                    Err(e) => vec![format!("refused: {e}")],
+                },
+            };
+            out.push(Step {
+                action: render::action(&model.scenario, &act),
+                effects,
+                state: render::lines(&state),
+            });
+        }
+        if let Some(action) = action {
+            previous = Some((state, action));
+        }
+    }
+    out
+}
+
+pub(super) fn expectation_name(e: &Expectation) -> &'static str {
+    match e {
+        Expectation::Always => "always",
+        Expectation::Eventually => "eventually",
+        Expectation::Sometimes => "sometimes",
+    }
+}
+
+/// The report as text: totals, then each property's verdict, then each
+/// counterexample step by step.
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line(format!(
+        "core: {}",
+        report
+            .mutant
+            .as_deref()
+            .map_or("real (no seeded bug)".into(), |m| format!("mutant {m}"))
+    ));
+    line(format!(
+        "states generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {}){}",
+        report.states,
+        report.unique_states,
+        report.max_depth,
+        report.seconds,
+        report.threads,
+        match report.strategy {
+            Strategy::Bfs => "breadth first",
+            Strategy::Dfs => "depth first",
+        },
+        if report.complete {
+            ""
+        } else {
+            " [partial search]"
+        }
+    ));
+    line(String::new());
+    for v in &report.properties {
+        let mark = if v.ok { "ok  " } else { "FAIL" };
+        let len = v
+            .path_len
+            .map_or(String::new(), |n| format!(" ({n} steps)"));
+        line(format!(
+            "{mark} {:<10} {:<58} {}{len}",
+            v.expectation, v.name, v.result
+        ));
+        if let Some(meaning) = crate::meaning::meaning(&v.name) {
+            line(format!("                {meaning}"));
+        }
+    }
+    for v in report.properties.iter().filter(|v| v.result == "violated") {
+        line(String::new());
+        line(format!(
+            "{} violated: {}",
+            v.name,
+            v.reason.as_deref().unwrap_or("(see the last state)")
+        ));
+        if let Some(steps) = &v.counterexample {
+            line(format!(
+                "counterexample, {} steps (each step: the input, the core's effects, \
+                 then the state lines that changed):",
+                steps.len()
+            ));
+            let mut previous: Vec<(String, String)> = Vec::new();
+            for (i, step) in steps.iter().enumerate() {
+                line(format!("{:>3}. {}", i + 1, step.action));
+                for e in &step.effects {
+                    line(format!("       -> {e}"));
+                }
+                let last = i + 1 == steps.len();
+                for (k, val) in &step.state {
+                    let changed = !previous.iter().any(|(pk, pv)| pk == k && pv == val);
+                    if (changed || last) && !val.is_empty() {
+                        line(format!("          {k}: {val}"));
+                    }
+                }
+                previous = step.state.clone();
+            }
+        }
+    }
+    out
+}
+
+/// The bounds for people, one `name: value` pair per line, such as
+/// `extensions: 3 (1 manifest)`.
+pub fn bounds_lines(b: &Bounds) -> Vec<(String, String)> {
+    let yes_no = |v: bool| if v { "yes" } else { "no" }.to_owned();
+    vec![
+        (
+            "extensions".into(),
+            format!(
+                "{} ({} manifest)",
+                b.extensions,
+                usize::from(b.manifest && b.extensions > 0)
+            ),
+        ),
+        ("tools per activation".into(), b.tools.to_string()),
+        ("hooks per activation".into(), b.hooks.to_string()),
+        ("disposers per activation".into(), b.disposers.to_string()),
+        (
+            "caller requests".into(),
+            format!("{} (plus dispose)", b.ops),
+        ),
+        ("withdrawn requests".into(), b.withdraws.to_string()),
+        ("late registrations".into(), yes_no(b.late)),
+        ("hung activations".into(), b.hangs.to_string()),
+        ("refused discovery batches".into(), b.refused.to_string()),
+        (
+            "failing cleanup steps per operation".into(),
+            b.cleanup_failures.to_string(),
+        ),
+        ("plain tool names".into(), b.tool_names.join(", ")),
+        ("tool calls before shutdown".into(), b.calls.to_string()),
+        (
+            "deadline expiries per operation".into(),
+            b.deadlines.to_string(),
+        ),
+        ("lost steps per operation".into(), b.losses.to_string()),
+        ("reload requests".into(), b.reloads.to_string()),
+        (
+            "a dependency (b on m) and a cycle batch".into(),
+            yes_no(b.dependency),
+        ),
+        ("providers (p, declared by m)".into(), yes_no(b.providers)),
+    ]
+}
+
+/// The bounds as indented text lines (see [`bounds_lines`]).
+pub fn bounds_text(b: &Bounds) -> String {
+    bounds_lines(b)
+        .into_iter()
+        .map(|(k, v)| format!("  {k}: {v}\n"))
+        .collect()
+}
+
+/// The version of the JSON report's schema ([`json`]); it changes only when
+/// a field is removed or changes meaning (documented in
+/// `docs/model-checking.md`).
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// The JSON report of a check: a stable schema, documented in
+/// `docs/model-checking.md`, with each property's one-line meaning.
+pub fn json(report: &Report) -> serde_json::Value {
+    use serde_json::json;
+    let properties: Vec<serde_json::Value> = report
+        .properties
+        .iter()
+        .map(|v| {
+            json!({
+                "name": v.name,
+                "meaning": crate::meaning::meaning(&v.name).unwrap_or(""),
+                "expectation": v.expectation,
+                "result": v.result,
+                "ok": v.ok,
+                "reason": v.reason,
+                "path_len": v.path_len,
+                "counterexample": v.counterexample.as_ref().map(|steps| {
+                    steps.iter().map(|s| json!({
+                        "action": s.action,
+                        "effects": s.effects,
+                        "state": s.state.iter().map(|(k, val)| json!({"name": k, "value": val})).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>()
+                }),
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": JSON_SCHEMA_VERSION,
+        "ok": report.ok(),
+        "mutant": report.mutant,
+        "bounds": report.bounds,
+        "bounds_text": bounds_lines(&report.bounds)
+            .into_iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>(),
+        "search": {
+            "strategy": report.strategy,
+            "threads": report.threads,
+            "complete": report.complete,
+        },
+        "totals": {
+            "states": report.states,
+            "unique_states": report.unique_states,
+            "max_depth": report.max_depth,
+            "seconds": report.seconds,
+        },
+        "properties": properties,
+    })
+}
+
+/// A progress snapshot as the `progress:` line both command lines print on
+/// stderr.
+pub fn progress_line(p: &Progress) -> String {
+    format!(
+        "progress: {} states generated, {} unique, depth {}, {:.0} s",
+        p.states, p.unique_states, p.max_depth, p.seconds
+    )
+}
