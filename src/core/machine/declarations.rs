@@ -301,8 +301,12 @@ pub fn check_provider_declarations(
                 ),
             ));
         }
-        for dm in &d.models {
-            let rm = r.model(&dm.id).expect("the model id sets are equal");
+        // The id lists are equal, so each declared model is registered.
+        for (dm, rm) in d
+            .models
+            .iter()
+            .filter_map(|dm| Some((dm, r.model(&dm.id)?)))
+        {
             if rm.capabilities != dm.capabilities {
                 return Err(mismatch(
                     MismatchReason::RegisteredModelCapabilitiesMismatch,
