@@ -86,9 +86,10 @@ impl HostModel {
     /// A model of the core running `mutant`.
     pub fn with_mutant(bounds: Bounds, mutant: Option<Mutant>) -> Self {
         let scenario = Scenario::new(bounds);
+        let definitions = properties::definitions(&scenario);
         Self {
-            definitions: properties::definitions(&scenario),
-            examples: properties::examples(&scenario),
+            examples: properties::examples(&definitions),
+            definitions,
             scenario,
             mutant,
         }

@@ -363,12 +363,12 @@ pub fn judge_step(sc: &Scenario, examples: &[(&'static str, Condition)], s: &mut
     s.env.shown = shown;
 }
 
-/// The `sometimes` properties the bounds can reach, in order, with the
-/// condition each is judged by on the state a step leads to (with what
-/// settled in that step).
-pub fn examples(sc: &Scenario) -> Vec<(&'static str, Condition)> {
-    definitions(sc)
-        .into_iter()
+/// The `sometimes` properties among `definitions` (those the bounds can
+/// reach), in order, with the condition each is judged by on the state a
+/// step leads to (with what settled in that step).
+pub fn examples(definitions: &[Definition]) -> Vec<(&'static str, Condition)> {
+    definitions
+        .iter()
         .filter(|p| p.expectation == Expectation::Sometimes)
         .map(|p| (p.name, p.condition))
         .collect()

@@ -189,11 +189,11 @@ impl ToolRegistry {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(id: &str, models: &[&str]) -> ProviderRecord {
-        ProviderRecord {
+impl ProviderRecord {
+    /// A provider `id` named "Provider `id`", without a config schema, with
+    /// these models and no capabilities (the unit tests' provider).
+    pub(crate) fn for_tests(id: &str, models: &[&str]) -> Self {
+        Self {
             id: id.into(),
             display_name: format!("Provider {id}"),
             config_schema: None,
@@ -206,6 +206,15 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, models: &[&str]) -> ProviderRecord {
+        ProviderRecord::for_tests(id, models)
     }
 
     #[test]

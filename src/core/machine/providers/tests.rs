@@ -2,24 +2,10 @@
 //! clash, declaration match, reload swap, shutdown, selection, and the
 //! seeded bug `ProviderPublishedBeforeValidation` caught.
 
-use std::collections::BTreeMap;
-
 use crate::core::*;
 
 fn provider(id: &str, models: &[&str]) -> ProviderRecord {
-    ProviderRecord {
-        id: id.into(),
-        display_name: format!("Provider {id}"),
-        config_schema: None,
-        config_schema_digest: None,
-        models: models
-            .iter()
-            .map(|m| ModelRecord {
-                id: (*m).into(),
-                capabilities: BTreeMap::new(),
-            })
-            .collect(),
-    }
+    ProviderRecord::for_tests(id, models)
 }
 
 fn core_with(metas: Vec<DefinitionMeta>) -> HostCore {
