@@ -32,6 +32,7 @@ pub mod render;
 pub mod run;
 pub mod scenario;
 pub mod state;
+pub mod symmetry;
 
 pub use model::{Action, HostModel};
 pub use scenario::{Bounds, Scenario};

@@ -6,7 +6,7 @@
 //!
 //! - The top of the model: it builds on [`crate::action`],
 //!   [`crate::state`], [`crate::scenario`], [`crate::properties`] and
-//!   [`crate::render`], and nothing below it names it, except that
+//!   [`crate::render`] and [`crate::symmetry`], and nothing below it names it, except that
 //!   [`crate::run`] and the binaries drive it.
 //! - Its children split one step: `enabled` (what may happen next),
 //!   `observe` (what the action and the core's reply tell the
@@ -30,6 +30,7 @@ use crate::properties;
 use crate::render;
 use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, Scenario};
 use crate::state::{Env, OpStatus, State, Violations};
+use crate::symmetry::Pair;
 
 pub use crate::action::{Action, Awaited, Ext, Reg};
 
@@ -63,6 +64,10 @@ pub struct HostModel {
     /// The `sometimes` properties, in order, with their conditions
     /// ([`properties::examples`]).
     pub examples: Vec<(&'static str, properties::Condition)>,
+    /// The two interchangeable extensions of the scenario, when there are
+    /// two ([`crate::symmetry`]); `None` also when the extension symmetry
+    /// is switched off ([`HostModel::without_extension_symmetry`]).
+    pub pair: Option<Pair>,
 }
 
 fn result(ok: bool, what: &str) -> Result<(), Failure> {
@@ -90,8 +95,40 @@ impl HostModel {
         Self {
             examples: properties::examples(&definitions),
             definitions,
+            pair: Pair::of(&scenario),
             scenario,
             mutant,
+        }
+    }
+
+    /// The same model, storing a state and its exchange of the two
+    /// interchangeable extensions as two states (to measure what the
+    /// extension symmetry saves, and to compare verdicts).
+    pub fn without_extension_symmetry(mut self) -> Self {
+        self.pair = None;
+        self
+    }
+
+    /// The state the checker stores for `s`: its handles renamed by rank
+    /// ([`State::canonicalize`]), then, when the two interchangeable
+    /// extensions may be exchanged, the one of it and its exchange that
+    /// [`State::choose_representative`] keeps. Returns true when it
+    /// exchanged them.
+    pub fn representative(&self, s: &mut State) -> bool {
+        self.representative_inner(s, false)
+    }
+
+    /// [`HostModel::representative`] where the exchange forgets the
+    /// callers' pending operations (a seeded bug, tests only).
+    pub fn representative_with_bug(&self, s: &mut State) -> bool {
+        self.representative_inner(s, true)
+    }
+
+    fn representative_inner(&self, s: &mut State, bug: bool) -> bool {
+        s.canonicalize();
+        match &self.pair {
+            Some(pair) if pair.applies(&self.scenario, s) => s.choose_representative(pair, bug),
+            _ => false,
         }
     }
 
@@ -336,7 +373,9 @@ impl Model for HostModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![self.initial_state().canonical()]
+        let mut s = self.initial_state();
+        self.representative(&mut s);
+        vec![s]
     }
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
         self.enabled(s, out);
@@ -344,10 +383,12 @@ impl Model for HostModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         // Symmetry reduction: every state the checker stores is canonical
-        // (handles renamed by rank, see `crate::canonical`), so states that
-        // differ only in handle numbers are one state.
+        // (handles renamed by rank, see `crate::canonical`, and the two
+        // interchangeable extensions in their chosen order, see
+        // `crate::symmetry`), so states that differ only in handle numbers
+        // or by that exchange are one state.
         let mut s = self.step(last, &action)?;
-        s.canonicalize();
+        self.representative(&mut s);
         Some(s)
     }
 

@@ -112,6 +112,7 @@ fn finish<C: Checker<HostModel>>(
         bounds: options.bounds.clone(),
         mutant: options.mutant.map(|m| MutantCase::of(m).name.to_owned()),
         strategy: options.strategy,
+        extension_symmetry: checker.model().pair.is_some(),
         threads: options.threads,
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
@@ -124,7 +125,10 @@ fn finish<C: Checker<HostModel>>(
 
 /// Runs a check to its end, calling `progress` every two seconds.
 pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
-    let model = HostModel::with_mutant(options.bounds.clone(), options.mutant);
+    let mut model = HostModel::with_mutant(options.bounds.clone(), options.mutant);
+    if !options.extension_symmetry {
+        model = model.without_extension_symmetry();
+    }
     let mut builder = model.checker().threads(options.threads.max(1));
     if let Some(depth) = options.max_depth {
         builder = builder.target_max_depth(depth);

@@ -213,6 +213,12 @@ impl<S> Extension<S> {
     pub(in crate::core) fn state_data_mut(&mut self) -> &mut S {
         &mut self.state
     }
+    /// The same extension under another definition of the same shape
+    /// (`machine/symmetry.rs`).
+    pub(in crate::core) fn set_meta(&mut self, meta: Arc<DefinitionMeta>) {
+        self.meta = meta;
+    }
+
     fn into_state<T>(self, state: T) -> Extension<T> {
         Extension {
             meta: self.meta,
@@ -355,6 +361,18 @@ impl ExtensionSlot {
     pub fn id(&self) -> &str {
         &self.meta().id
     }
+    /// Activation attempts begun so far; 0 while it activates (the
+    /// running activation owns the extension and its count then).
+    pub fn attempts(&self) -> u32 {
+        match self {
+            ExtensionSlot::Discovered(e) => e.attempts(),
+            ExtensionSlot::Activating(_) => 0,
+            ExtensionSlot::Active(e) => e.attempts(),
+            ExtensionSlot::Failed(e) => e.attempts(),
+            ExtensionSlot::Disposed(e) => e.attempts(),
+        }
+    }
+
     /// The live contribution, when active.
     pub fn live(&self) -> Option<&Contribution> {
         match self {
@@ -413,7 +431,20 @@ impl ExtensionSlot {
         };
     }
 
-    fn meta_arc(&self) -> &Arc<DefinitionMeta> {
+    /// The same slot under another definition, whose shape must equal
+    /// this one's (canonical states exchange interchangeable extensions,
+    /// `machine/symmetry.rs`; no transition uses it).
+    pub(in crate::core) fn set_meta(&mut self, meta: Arc<DefinitionMeta>) {
+        match self {
+            ExtensionSlot::Discovered(e) => e.set_meta(meta),
+            ExtensionSlot::Activating(m) => *m = meta,
+            ExtensionSlot::Active(e) => e.set_meta(meta),
+            ExtensionSlot::Failed(e) => e.set_meta(meta),
+            ExtensionSlot::Disposed(e) => e.set_meta(meta),
+        }
+    }
+
+    pub(in crate::core) fn meta_arc(&self) -> &Arc<DefinitionMeta> {
         match self {
             ExtensionSlot::Discovered(e) => &e.meta,
             ExtensionSlot::Activating(meta) => meta,

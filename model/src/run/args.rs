@@ -38,6 +38,10 @@ pub struct Options {
     /// When to stop before the whole state space is explored (the result is
     /// then partial).
     pub stop: Stop,
+    /// Keep one of a state and its exchange of the two interchangeable
+    /// extensions (`crate::symmetry`); on unless switched off to measure
+    /// what it saves.
+    pub extension_symmetry: bool,
 }
 
 /// When a check may stop early.
@@ -62,6 +66,7 @@ impl Options {
             strategy: Strategy::Dfs,
             max_depth: None,
             stop: Stop::Never,
+            extension_symmetry: true,
         }
     }
 }
@@ -212,6 +217,11 @@ pub struct CheckArgs {
     /// Stop at the first counterexample.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Store a state and its exchange of the two interchangeable plain
+    /// extensions as two states (to measure what the symmetry saves; the
+    /// verdicts are the same).
+    #[arg(long)]
+    pub no_extension_symmetry: bool,
     /// Print the report as JSON on stdout (schema: docs/model-checking.md).
     #[arg(long)]
     pub json: bool,
@@ -252,6 +262,7 @@ impl CheckArgs {
         if self.fail_fast {
             options.stop = Stop::FirstFailure;
         }
+        options.extension_symmetry = !self.no_extension_symmetry;
         Ok(options)
     }
 }

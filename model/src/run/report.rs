@@ -67,6 +67,9 @@ pub struct Report {
     pub strategy: Strategy,
     /// Checker threads.
     pub threads: usize,
+    /// True when the checker kept one of a state and its exchange of two
+    /// interchangeable extensions (`crate::symmetry`).
+    pub extension_symmetry: bool,
     /// States generated (with repeats).
     pub states: usize,
     /// Distinct states.
@@ -155,9 +158,11 @@ pub fn text(report: &Report) -> String {
         report.max_depth,
         report.seconds,
         report.threads,
-        match report.strategy {
-            Strategy::Bfs => "breadth first",
-            Strategy::Dfs => "depth first",
+        match (report.strategy, report.extension_symmetry) {
+            (Strategy::Bfs, true) => "breadth first, extension symmetry",
+            (Strategy::Bfs, false) => "breadth first",
+            (Strategy::Dfs, true) => "depth first, extension symmetry",
+            (Strategy::Dfs, false) => "depth first",
         },
         if report.complete {
             ""
@@ -307,6 +312,7 @@ pub fn json(report: &Report) -> serde_json::Value {
         "search": {
             "strategy": report.strategy,
             "threads": report.threads,
+            "extension_symmetry": report.extension_symmetry,
             "complete": report.complete,
         },
         "totals": {

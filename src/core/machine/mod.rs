@@ -33,6 +33,7 @@ mod probes;
 mod providers;
 mod reload;
 mod state;
+mod symmetry;
 
 pub use declarations::{
     DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, check_declarations,

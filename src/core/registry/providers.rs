@@ -123,6 +123,19 @@ impl ProviderTable {
         out
     }
 
+    /// The same table with the owners `rename` maps replaced.
+    pub(super) fn reowned(&self, rename: impl Fn(&Owner) -> Option<Owner>) -> Self {
+        let mut out = self.clone();
+        for entry in self.by_id.values() {
+            if let Some(owner) = rename(&entry.owner) {
+                let mut entry = entry.clone();
+                entry.owner = owner;
+                out.by_id.insert_mut(entry.record.id.clone(), entry);
+            }
+        }
+        out
+    }
+
     fn push(&mut self, record: ProviderRecord, owner: Owner) {
         let seq = self.next_seq;
         self.next_seq += 1;

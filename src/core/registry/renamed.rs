@@ -1,11 +1,14 @@
 //! The registry under a renaming of its handles (`core::canonical`): its
 //! live tool handles renamed and its publication order renumbered `0..n`.
 //!
+//! It also gives the registry with owners exchanged, for the extension
+//! symmetry of canonical states (`machine/symmetry.rs`).
+//!
 //! Architecture invariant: a child of [`super`] (it reads the registry's
 //! private maps) that depends on nothing else of the core; the renaming
 //! itself is passed in as a function.
 
-use super::{Binding, ToolRegistry};
+use super::{Binding, Owner, ToolRegistry};
 use crate::core::ids::ToolRef;
 
 impl ToolRegistry {
@@ -44,6 +47,25 @@ impl ToolRegistry {
             out.by_name.insert_mut(entry.name.clone(), entry);
         }
         out.next_seq = out.by_name.size() as u64;
+        out
+    }
+}
+
+impl ToolRegistry {
+    /// The same registry with the owners `rename` maps replaced (tools and
+    /// providers); entries whose owner it maps to `None` are kept as they
+    /// are (`core::symmetry`). Names, API names, bindings and publication
+    /// order do not change.
+    pub(in crate::core) fn reowned(&self, rename: impl Fn(&Owner) -> Option<Owner>) -> Self {
+        let mut out = self.clone();
+        for entry in self.by_name.values() {
+            if let Some(owner) = rename(&entry.owner) {
+                let mut entry = entry.clone();
+                entry.owner = owner;
+                out.by_name.insert_mut(entry.name.clone(), entry);
+            }
+        }
+        out.providers = self.providers.reowned(&rename);
         out
     }
 }

@@ -1,0 +1,279 @@
+//! Canonical states, second half: two interchangeable plain extensions
+//! are one.
+//!
+//! The scenario's two plain extensions (`a` and `b`) have the same
+//! definition shape and the same pool of tools, and the environment offers
+//! each the same choices. Once nothing can name one of them apart (the
+//! refused discovery batch naming `a` can no longer be tried, and no
+//! definition depends on either, [`HostCore::interchangeable`]), a state
+//! and the state where the two have exchanged everything they hold
+//! behave the same up to that exchange, so the checker keeps one of the
+//! two ([`HostModel::representative`]). The core exchanges its own fields
+//! ([`HostCore::exchange_extensions`], which keeps discovery order); this
+//! module adds the places the environment keeps an extension's id or
+//! index, and the choice of the one state kept.
+//!
+//! Which of the two is kept: the one where `a`'s side (its status, the
+//! context of its active generation, its attempts, the requests waiting
+//! for it) is the smaller, and when both
+//! sides are equal, the one with the smaller digest of the whole state
+//! (a fixed SipHash). Both rules give the same answer on a state and on
+//! its exchange, so a state and its exchange have one representative.
+//!
+//! Architecture invariants:
+//!
+//! - Builds on [`crate::state`], [`crate::action`] and
+//!   [`crate::canonical`] (handles are renamed first, and an exchange
+//!   keeps every handle); [`crate::model`] calls it.
+//! - Every place the environment holds an extension's id or index is
+//!   exchanged by [`Env::exchange`]; the property test
+//!   `model/tests/canonical.rs` fails otherwise (its seeded bug
+//!   [`SeededBug`](crate::canonical::SeededBug)`::ExchangeForgetsPendingOps`).
+//! - Violation messages are kept as they are, as for handles.
+
+use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
+
+use exthost::core::{LiveHook, OpKind, Status};
+
+use crate::action::{Action, Ext};
+use crate::scenario::{DiscoveryStep, Scenario};
+use crate::state::{Activation, Env, State};
+
+/// Two interchangeable extensions of the scenario, by index and id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The first one's index in the scenario.
+    pub x: Ext,
+    /// The second one's index.
+    pub y: Ext,
+    /// The first one's id.
+    pub x_id: String,
+    /// The second one's id.
+    pub y_id: String,
+}
+
+impl Pair {
+    /// The first two extensions of the scenario that are plain, have the
+    /// same definition shape and the same pool, and that no definition
+    /// names as a dependency; `None` when there are no such two.
+    pub fn of(scenario: &Scenario) -> Option<Pair> {
+        let exts = &scenario.extensions;
+        let named = |id: &str| {
+            exts.iter()
+                .any(|e| e.meta.dependencies.iter().any(|d| d == id))
+        };
+        let candidates: Vec<usize> = (0..exts.len())
+            .filter(|&i| {
+                let m = &exts[i].meta;
+                !m.namespaced
+                    && m.declared_tools.is_none()
+                    && m.declared_providers.is_none()
+                    && m.dependencies.is_empty()
+                    && !named(&m.id)
+            })
+            .collect();
+        let (&i, &j) = (candidates.first()?, candidates.get(1)?);
+        (exts[i].pool == exts[j].pool).then(|| Pair {
+            x: Ext::try_from(i).expect("few extensions"),
+            y: Ext::try_from(j).expect("few extensions"),
+            x_id: exts[i].id().to_owned(),
+            y_id: exts[j].id().to_owned(),
+        })
+    }
+
+    fn ext(&self, e: &mut Ext) {
+        if *e == self.x {
+            *e = self.y;
+        } else if *e == self.y {
+            *e = self.x;
+        }
+    }
+
+    fn id(&self, id: &mut String) {
+        if *id == self.x_id {
+            id.clone_from(&self.y_id);
+        } else if *id == self.y_id {
+            id.clone_from(&self.x_id);
+        }
+    }
+
+    fn kind(&self, kind: &mut OpKind) {
+        match kind {
+            OpKind::Activate(id) | OpKind::Reload(id) => self.id(id),
+            OpKind::Emit | OpKind::Dispose => {}
+        }
+    }
+
+    fn hook(&self, hook: &mut LiveHook) {
+        self.id(&mut hook.extension);
+    }
+
+    fn activation(&self, a: &mut Activation) {
+        self.id(&mut a.ext);
+    }
+
+    /// True when the two may be exchanged in `s`: the core cannot tell
+    /// them apart but by their ids, and no discovery step still to come
+    /// names either of them.
+    pub fn applies(&self, scenario: &Scenario, s: &State) -> bool {
+        let later = scenario.script.iter().skip(usize::from(s.env.script));
+        let named = later.into_iter().any(|step| match step {
+            DiscoveryStep::Refuse { batch, .. } => {
+                batch.iter().any(|m| m.id == self.x_id || m.id == self.y_id)
+            }
+            DiscoveryStep::Accept(ids) => ids
+                .iter()
+                .any(|&i| i == usize::from(self.x) || i == usize::from(self.y)),
+        });
+        !named && s.core.interchangeable(&self.x_id, &self.y_id)
+    }
+
+    /// What the choice of representative compares first: the status of
+    /// the extension, the context of its active generation, its attempts
+    /// and the requests waiting for it. Each is read by id, so the
+    /// exchange exchanges the two sides.
+    fn side(&self, s: &State, id: &str) -> (Status, u64, u32, usize) {
+        let (status, context, attempts) =
+            s.core
+                .extension(id)
+                .map_or((Status::Discovered, 0, 0), |slot| {
+                    (
+                        slot.status(),
+                        slot.active().map_or(0, |e| e.state().context.0),
+                        slot.attempts(),
+                    )
+                });
+        let waiting = s
+            .env
+            .ops
+            .iter()
+            .filter(|p| matches!(&p.kind, OpKind::Activate(x) | OpKind::Reload(x) if x == id))
+            .count();
+        (status, context, attempts, waiting)
+    }
+}
+
+impl Env {
+    /// Exchanges the two extensions of `pair` everywhere the environment
+    /// holds one's id or index. The discovery order is kept (as the core
+    /// keeps it).
+    pub fn exchange(&mut self, pair: &Pair) {
+        self.exchange_with(pair, false);
+    }
+
+    fn exchange_with(&mut self, pair: &Pair, forget_pending_ops: bool) {
+        debug_assert!(self.last.is_empty(), "exchanged between steps only");
+        if !forget_pending_ops {
+            for p in &mut self.ops {
+                pair.kind(&mut p.kind);
+            }
+        }
+        for a in self
+            .running
+            .iter_mut()
+            .chain(&mut self.active)
+            .chain(&mut self.retiring)
+        {
+            pair.activation(a);
+        }
+        for id in &mut self.published {
+            pair.id(id);
+        }
+        for c in self.calls.iter_mut().chain(&mut self.abandoned) {
+            pair.id(&mut c.ext);
+        }
+        if let Some((_, id)) = &mut self.closed {
+            pair.id(id);
+        }
+        for c in &mut self.cleanup {
+            pair.id(&mut c.step.extension);
+        }
+        for e in &mut self.emits {
+            for h in &mut e.live {
+                pair.hook(h);
+            }
+            for (h, _) in &mut e.calls {
+                pair.hook(h);
+            }
+        }
+        if let Some((Some(ext), _)) = &mut self.call_after {
+            pair.ext(ext);
+        }
+    }
+}
+
+impl State {
+    /// The state with the two extensions of `pair` exchanged, in the core
+    /// and in the environment.
+    pub fn exchanged(&self, pair: &Pair) -> State {
+        let mut s = self.clone();
+        s.exchange(pair, false);
+        s
+    }
+
+    /// [`State::exchanged`] where the environment forgets to exchange the
+    /// callers' pending operations (a seeded bug, tests only).
+    pub fn exchanged_with_bug(&self, pair: &Pair) -> State {
+        let mut s = self.clone();
+        s.exchange(pair, true);
+        s
+    }
+
+    fn exchange(&mut self, pair: &Pair, forget_pending_ops: bool) {
+        self.core.exchange_extensions(&pair.x_id, &pair.y_id);
+        self.env.exchange_with(pair, forget_pending_ops);
+    }
+
+    fn digest(&self) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish()
+    }
+
+    /// Puts a canonical state (handles renamed by rank) in its
+    /// representative form for `pair`: itself or its exchange, the same
+    /// for both (see the module's docs). Returns true when it exchanged.
+    pub fn choose_representative(&mut self, pair: &Pair, forget_pending_ops: bool) -> bool {
+        let x = pair.side(self, &pair.x_id);
+        let y = pair.side(self, &pair.y_id);
+        let exchange = match x.cmp(&y) {
+            Ordering::Less => false,
+            Ordering::Greater => true,
+            Ordering::Equal => {
+                let t = self.exchanged(pair);
+                t.digest() < self.digest()
+            }
+        };
+        if exchange {
+            self.exchange(pair, forget_pending_ops);
+        }
+        exchange
+    }
+}
+
+impl Action {
+    /// The same action with the two extensions of `pair` exchanged.
+    pub fn exchanged(&self, pair: &Pair) -> Action {
+        let mut a = self.clone();
+        match &mut a {
+            Action::Discover(_) | Action::Withdraw(_) | Action::Deadline { .. } => {}
+            Action::Lost { .. } => {}
+            Action::Request(kind) | Action::Begin { kind, .. } => pair.kind(kind),
+            Action::Factory { ext, .. }
+            | Action::Register { ext, .. }
+            | Action::Hang { ext, .. }
+            | Action::ActivateReturned { ext, .. }
+            | Action::CallFinish { ext, .. } => pair.ext(ext),
+            Action::LateRegister { ext, .. } | Action::CallStart { ext, .. } => {
+                if let Some(ext) = ext {
+                    pair.ext(ext);
+                }
+            }
+            Action::Hook { hook, .. } => pair.hook(hook),
+            Action::Hooks { hooks, .. } => hooks.iter_mut().for_each(|h| pair.hook(h)),
+            Action::Cleanup { step, .. } => pair.id(&mut step.extension),
+        }
+        a
+    }
+}
