@@ -16,6 +16,8 @@
 //!   violation messages (which may name handles) are kept as they are, so
 //!   two states merge only if neither or both record each violation.
 
+use std::sync::Arc;
+
 use exthost::core::canonical::{HandleSet, Renaming, rename_hook, rename_step, step_handles};
 use exthost::core::{LiveHook, OpOutcome, StepFailure};
 
@@ -48,6 +50,16 @@ fn rename_activation(a: &mut Activation, r: &Renaming) {
     for disposer in &mut a.disposers {
         *disposer = r.rename(*disposer);
     }
+}
+
+/// True when `r` renames one of the activation's handles (a shared
+/// activation is copied only then).
+fn moves(a: &Activation, r: &Renaming) -> bool {
+    r.rename(a.op) != a.op
+        || r.rename(a.context) != a.context
+        || a.tools.iter().any(|(t, _)| r.rename(*t) != *t)
+        || a.hooks.iter().any(|h| r.rename(*h) != *h)
+        || a.disposers.iter().any(|d| r.rename(*d) != *d)
 }
 
 fn cleanup_handles(c: &CleanupObs, set: &mut HandleSet) {
@@ -120,7 +132,7 @@ fn settled_handles(s: &Settled, set: &mut HandleSet) {
     if let Some(e) = &s.emit {
         emit_handles(e, set);
     }
-    for a in s.active_at_start.iter().chain(&s.retired) {
+    for a in s.active_at_start.iter().map(|a| &**a).chain(&s.retired) {
         activation_handles(a, set);
     }
 }
@@ -139,7 +151,10 @@ fn rename_settled(s: &mut Settled, r: &Renaming) {
     if let Some(e) = &mut s.emit {
         rename_emit(e, r);
     }
-    for a in s.active_at_start.iter_mut().chain(&mut s.retired) {
+    for a in &mut s.active_at_start {
+        rename_activation(Arc::make_mut(a), r);
+    }
+    if let Some(a) = &mut s.retired {
         rename_activation(a, r);
     }
 }
@@ -156,7 +171,7 @@ impl Env {
         for a in self
             .running
             .iter()
-            .chain(&self.active)
+            .chain(self.active.iter().map(|a| &**a))
             .chain(&self.retiring)
         {
             activation_handles(a, set);
@@ -190,13 +205,13 @@ impl Env {
         for p in &mut self.ops {
             p.op = r.rename(p.op);
         }
-        for a in self
-            .running
-            .iter_mut()
-            .chain(&mut self.active)
-            .chain(&mut self.retiring)
-        {
+        for a in self.running.iter_mut().chain(&mut self.retiring) {
             rename_activation(a, r);
+        }
+        for a in &mut self.active {
+            if moves(a, r) {
+                rename_activation(Arc::make_mut(a), r);
+            }
         }
         if let Some((context, _)) = &mut self.closed {
             *context = r.rename(*context);

@@ -2,6 +2,8 @@
 //! holds the bounds left and what the environment observed of the effects
 //! the core returned.
 
+use std::sync::Arc;
+
 use exthost::core::{
     CallId, CleanupStep, ContextId, DisposerRef, HookRef, HostCore, LiveHook, OpId, OpKind,
     OpOutcome, ToolRef,
@@ -178,7 +180,7 @@ pub struct Settled {
     pub emit: Option<EmitObs>,
     /// For a shutdown: the active extensions at its start, in activation
     /// order (what it had to clean up).
-    pub active_at_start: Vec<Activation>,
+    pub active_at_start: Vec<Arc<Activation>>,
     /// For a reload whose fresh generation was committed: the old
     /// generation it retired (what its cleanup had to run).
     pub retired: Option<Activation>,
@@ -300,8 +302,10 @@ pub struct Env {
     /// Activations begun and not settled.
     pub running: Vec<Activation>,
     /// Committed activations, in activation order (a reload's fresh
-    /// generation takes its old one's place).
-    pub active: Vec<Activation>,
+    /// generation takes its old one's place). Shared between states: a
+    /// committed activation does not change until it is retired, so a
+    /// step clones a pointer, not its tools.
+    pub active: Vec<Arc<Activation>>,
     /// The active extensions in the order their tools were published
     /// (activation order, except that a reload publishes its extension's
     /// tools last).

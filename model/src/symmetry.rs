@@ -169,13 +169,13 @@ impl Env {
                 pair.kind(&mut p.kind);
             }
         }
-        for a in self
-            .running
-            .iter_mut()
-            .chain(&mut self.active)
-            .chain(&mut self.retiring)
-        {
+        for a in self.running.iter_mut().chain(&mut self.retiring) {
             pair.activation(a);
+        }
+        for a in &mut self.active {
+            if a.ext == pair.x_id || a.ext == pair.y_id {
+                pair.activation(std::sync::Arc::make_mut(a));
+            }
         }
         for id in &mut self.published {
             pair.id(id);

@@ -2,6 +2,8 @@
 //! and the record of an operation when it settles (what the properties
 //! judge).
 
+use std::sync::Arc;
+
 use exthost::core::{Effect, HostCore, OpId, OpKind, OpOutcome, Status};
 
 use super::HostModel;
@@ -209,7 +211,7 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
         OpOutcome::Activated { extension } => match &activation {
             Some(a) if env.active.iter().any(|c| c.context == a.context) => {}
             Some(a) => {
-                env.active.push(a.committed());
+                env.active.push(Arc::new(a.committed()));
                 env.published.push(a.ext.clone());
             }
             None => Violations::record(
@@ -273,12 +275,13 @@ impl HostModel {
             env.published.push(a.ext.clone());
             env.last_attempt = Some(a.context);
             if !a.reload {
-                env.active.push(a.committed());
+                env.active.push(Arc::new(a.committed()));
                 continue;
             }
             match env.active.iter().position(|c| c.ext == a.ext) {
                 Some(j) => {
-                    let mut old = std::mem::replace(&mut env.active[j], a.committed());
+                    let old = std::mem::replace(&mut env.active[j], Arc::new(a.committed()));
+                    let mut old = Arc::unwrap_or_clone(old);
                     old.op = a.op;
                     env.retiring = Some(old);
                 }

@@ -162,7 +162,7 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
 fn published(env: &crate::state::Env) -> impl Iterator<Item = &Activation> {
     env.published
         .iter()
-        .filter_map(|id| env.active.iter().find(|a| a.ext == *id))
+        .filter_map(|id| env.active.iter().find(|a| a.ext == *id).map(|a| &**a))
 }
 
 fn live_mismatch(sc: &Scenario, s: &State) -> String {

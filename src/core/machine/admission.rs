@@ -25,7 +25,7 @@ impl HostCore {
     pub fn new(base_tools: &[ToolSpec]) -> Result<(Self, Vec<ToolRef>), RegistryError> {
         let mut core = HostCore {
             exts: Vec::new(),
-            index: BTreeMap::new(),
+            index: rpds::RedBlackTreeMapSync::new_sync(),
             registry: ToolRegistry::new(),
             hooks: VectorSync::new_sync(),
             activation_order: Vec::new(),

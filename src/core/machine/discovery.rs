@@ -90,7 +90,7 @@ impl HostCore {
             let owner = Owner::Extension(meta.id.clone());
             let _ = self.registry.insert(&spec, owner, Binding::Dormant);
         }
-        self.index.insert(meta.id.clone(), self.exts.len());
+        self.index.insert_mut(meta.id.clone(), self.exts.len());
         self.exts
             .push(ExtensionSlot::Discovered(Extension::discovered(meta)));
     }
@@ -110,7 +110,7 @@ fn dormant_specs(meta: &DefinitionMeta) -> impl Iterator<Item = ToolSpec> + '_ {
 fn validate_meta(
     meta: &DefinitionMeta,
     batch: &BTreeSet<String>,
-    known: &BTreeMap<String, usize>,
+    known: &rpds::RedBlackTreeMapSync<String, usize>,
     live: &ToolRegistry,
 ) -> Result<(), DiscoveryError> {
     validate_id_segment(&meta.id).map_err(|reason| DiscoveryError::InvalidId {

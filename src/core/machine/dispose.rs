@@ -24,7 +24,7 @@ impl HostCore {
         self.probe_forward_shutdown(&mut order);
         let mut steps = Vec::new();
         for id in order {
-            if let ExtensionSlot::Active(active) = &self.exts[self.index[id]] {
+            if let ExtensionSlot::Active(active) = &self.exts[self.slot_of(id)] {
                 let state = active.state();
                 let disposers = &state.contribution.disposers;
                 steps.extend(cleanup_plan(id, state.context, disposers, true, false));

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rpds::VectorSync;
+use rpds::{RedBlackTreeMapSync, VectorSync};
 
 use crate::core::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
 use crate::core::lifecycle::{Activating, Cancellation, Extension, ExtensionSlot};
@@ -263,7 +263,9 @@ pub(super) struct InFlight {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostCore {
     pub(super) exts: Vec<ExtensionSlot>,
-    pub(super) index: BTreeMap<String, usize>,
+    /// Slot by id. Persistent, so that copying a host (the model checker
+    /// copies one per step) shares it instead of copying every id.
+    pub(super) index: RedBlackTreeMapSync<String, usize>,
     pub(super) registry: ToolRegistry,
     pub(super) hooks: VectorSync<LiveHook>,
     pub(super) activation_order: Vec<String>,
@@ -312,7 +314,7 @@ impl HostCore {
 
     /// The slot index of the extension with this id (one the core knows).
     pub(super) fn slot_of(&self, id: &str) -> usize {
-        self.index[id]
+        self.index[&*id]
     }
 
     /// The operation settles: nothing runs any more (or, under
