@@ -314,7 +314,7 @@ impl HostCore {
 
     /// The slot index of the extension with this id (one the core knows).
     pub(super) fn slot_of(&self, id: &str) -> usize {
-        self.index[&*id]
+        self.index[id]
     }
 
     /// The operation settles: nothing runs any more (or, under
