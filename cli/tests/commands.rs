@@ -360,6 +360,51 @@ fn check_prints_readable_bounds_and_each_property_with_its_meaning() {
         .stdout(predicate::str::contains("[partial search]"));
 }
 
+/// The extension symmetry only merges states: switched off, the same
+/// search keeps more of them, with the same verdicts.
+#[test]
+fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
+    let run = |extra: &[&str]| {
+        let out = exthost()
+            .args([
+                "check",
+                "--ci",
+                "--max-depth",
+                "9",
+                "--threads",
+                "1",
+                "--json",
+            ])
+            .args(extra)
+            .assert()
+            .code(0)
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice::<Value>(&out).expect("stdout is one JSON document")
+    };
+    let with = run(&[]);
+    let without = run(&["--no-extension-symmetry"]);
+    assert_eq!(with["search"]["extension_symmetry"], true);
+    assert_eq!(without["search"]["extension_symmetry"], false);
+    let unique = |r: &Value| r["totals"]["unique_states"].as_u64().expect("a count");
+    assert!(
+        unique(&with) < unique(&without),
+        "{} states with the symmetry, {} without",
+        unique(&with),
+        unique(&without)
+    );
+    let verdicts = |r: &Value| -> Vec<(String, bool)> {
+        r["properties"]
+            .as_array()
+            .expect("properties")
+            .iter()
+            .map(|p| (p["name"].to_string(), p["ok"].as_bool().expect("ok")))
+            .collect()
+    };
+    assert_eq!(verdicts(&with), verdicts(&without));
+}
+
 #[test]
 fn check_json_follows_the_documented_schema() {
     let out = exthost()
@@ -379,6 +424,10 @@ fn check_json_follows_the_documented_schema() {
     assert_eq!(r["bounds_text"][0], "extensions: 3 (1 manifest)");
     assert_eq!(r["search"]["strategy"], "dfs");
     assert_eq!(r["search"]["complete"], false);
+    assert_eq!(
+        r["search"]["extension_symmetry"], true,
+        "a and b interchangeable"
+    );
     for key in ["states", "unique_states", "max_depth", "seconds"] {
         assert!(r["totals"][key].is_number(), "totals.{key}");
     }
@@ -401,6 +450,10 @@ fn check_json_follows_the_documented_schema() {
         .stdout
         .clone();
     let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert_eq!(
+        r["search"]["extension_symmetry"], false,
+        "b depends on m: no two extensions are interchangeable"
+    );
     let listed: Vec<&str> = r["properties"]
         .as_array()
         .expect("properties")
