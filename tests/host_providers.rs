@@ -11,10 +11,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use exthost::core::{Owner, Status};
+use exthost::core::{OpKind, Owner, Status};
 use exthost::host::{
-    ActivationContext, BoxFuture, Extension, ExtensionDefinition, ExtensionError, ExtensionHost,
-    HostError, InProcessFactories, ModelSpec, ProviderSpec, ToolDescriptor,
+    ActivationContext, BoxFuture, CoreCall, Extension, ExtensionDefinition, ExtensionError,
+    ExtensionHost, HostError, InProcessFactories, ModelSpec, ProviderSpec, PublicCall,
+    ToolDescriptor, TraceEvent,
 };
 use exthost::manifest::schema_digest;
 use serde_json::{Value, json};
@@ -304,7 +305,7 @@ async fn a_provider_clash_fails_the_activation_and_rolls_back_its_tools_too() {
 #[tokio::test]
 async fn select_provider_starts_a_dormant_manifest_extension_once() {
     within(async {
-        let (_checked, host) = host();
+        let (checked, host) = host();
         let folder = tempfile::tempdir().unwrap();
         let log = Log::default();
         write_manifest(folder.path(), "acme-ext", json!([acme_declared()]));
@@ -329,6 +330,19 @@ async fn select_provider_starts_a_dormant_manifest_extension_once() {
         assert_eq!(selected.model.id, "fast");
         assert_eq!(host.status("acme-ext"), Some(Status::Active));
         assert_eq!(provider_ids(&host), ["acme"]);
+
+        // The recorded run names the selection as the activation's cause,
+        // and the trace check (when `checked` drops) judges it by M-3.
+        let caused = checked.recorder.events().into_iter().any(|e| {
+            matches!(
+                e,
+                TraceEvent::Input(
+                    CoreCall::Request(OpKind::Activate(id)),
+                    Some(PublicCall::SelectProvider { provider, model }),
+                ) if id == "acme-ext" && provider == "acme" && model == "fast"
+            )
+        });
+        assert!(caused, "the activation is the selection's request");
 
         let again = host.select_provider("acme", "large").await.unwrap();
         assert!(!again.activated);

@@ -128,3 +128,35 @@ async fn a_request_without_a_public_call_fails_it() {
     })
     .await;
 }
+
+/// M-3's provider trigger: a selection may start only the extension the
+/// core says declares the provider (the real run is checked by
+/// `host_providers.rs::select_provider_starts_a_dormant_manifest_extension_once`,
+/// whose recorder this same check judges). Planted: a shell that starts an
+/// extension for a provider nobody declares.
+#[tokio::test]
+async fn an_activation_for_a_provider_nobody_declares_fails_it() {
+    within(async {
+        let mut events = recorded_run().await;
+        let request = TraceEvent::Input(
+            CoreCall::Request(OpKind::Activate("flaky".into())),
+            Some(PublicCall::SelectProvider {
+                provider: "acme".into(),
+                model: "fast".into(),
+            }),
+        );
+        let dispose = events
+            .iter()
+            .position(|e| matches!(e, TraceEvent::Input(CoreCall::Request(OpKind::Dispose), _)))
+            .unwrap();
+        events.insert(dispose, request);
+        let violations = check(&events);
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.contains("SelectProvider") && v.contains("may not ask for it")),
+            "{violations:?}"
+        );
+    })
+    .await;
+}

@@ -687,6 +687,18 @@ impl ExtensionHost {
         model: &str,
     ) -> Result<SelectedProvider, HostError> {
         self.refuse_reentrant("select_provider")?;
+        let cause = PublicCall::SelectProvider {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+        };
+        caused_by(cause, self.select_provider_inner(provider, model)).await
+    }
+
+    async fn select_provider_inner(
+        &self,
+        provider: &str,
+        model: &str,
+    ) -> Result<SelectedProvider, HostError> {
         let selection = self.inner.lock().core.select_provider(provider, model);
         let extension = match selection {
             ProviderSelection::Dormant { extension } => extension,
@@ -698,7 +710,10 @@ impl ExtensionHost {
                 extension,
             });
         }
-        let activated = self.activate(&extension).await? == Activation::Activated;
+        // The activation is the selection's own request (the provider
+        // trigger of M-3), so a recorded run names the selection as its
+        // cause.
+        let activated = self.activate_inner(&extension).await? == Activation::Activated;
         let selection = self.inner.lock().core.select_provider(provider, model);
         selected(selection, provider, model, activated)
     }

@@ -35,6 +35,14 @@ pub enum PublicCall {
     Reload(String),
     /// `discover(...)` or `discover_manifest_dir(...)`.
     Discover,
+    /// `select_provider(provider, model)`: it may start the extension
+    /// that declares `provider` while that one is not active (M-3).
+    SelectProvider {
+        /// The provider id asked for.
+        provider: String,
+        /// The model id asked for.
+        model: String,
+    },
 }
 
 /// Extension code the shell ran.

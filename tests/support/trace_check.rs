@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use exthost::core::{
     Binding, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Phase,
-    Requested, Status,
+    ProviderSelection, Requested, Status,
 };
 use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent, TriggerTrace};
 
@@ -255,6 +255,12 @@ impl Replay {
                 core.registry().get(name).is_some_and(|e| {
                     e.binding == Binding::Dormant && e.owner == Owner::Extension(id.clone())
                 })
+            }
+            (OpKind::Activate(id), Some(PublicCall::SelectProvider { provider, model })) => {
+                matches!(
+                    core.select_provider(provider, model),
+                    ProviderSelection::Dormant { extension } if extension == *id
+                )
             }
             (OpKind::Emit, Some(PublicCall::Emit(_))) => true,
             (OpKind::Dispose, Some(PublicCall::Dispose)) => true,
