@@ -14,6 +14,9 @@
 //! - `canonical.rs`: the walk over every handle the host holds, for
 //!   canonical states (it builds on `state.rs` and on [`crate::core::canonical`]
 //!   only; no transition uses it).
+//! - `symmetry.rs`: when two extensions are interchangeable, and their
+//!   exchange in every place the host keeps an extension id, for canonical
+//!   states (it builds on `state.rs` only; no transition uses it).
 //! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
 //!   cursor and plan.
 //! - `declarations.rs`: M-5, pure, used by the manifest module too.
