@@ -18,6 +18,7 @@
 //! [`super::registry`] (for [`ToolSpec`]); it knows nothing of operations,
 //! effects or the queue.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::ids::{ContextId, DisposerRef, HookRef, ToolRef};
@@ -141,11 +142,23 @@ pub struct Contribution {
 }
 
 /// An extension in lifecycle state `S`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension<S> {
     meta: Arc<DefinitionMeta>,
     attempts: u32,
     state: S,
+}
+
+/// Hashes the definition by its id only: a host never holds two
+/// definitions with one id, so equal extensions still hash equally, and a
+/// hash of a host (the model checker takes one per state) does not walk
+/// every declared tool's description and digest.
+impl<S: Hash> Hash for Extension<S> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.meta.id.hash(state);
+        self.attempts.hash(state);
+        self.state.hash(state);
+    }
 }
 
 /// State: discovered.
@@ -327,7 +340,7 @@ impl Extension<Failed> {
 }
 
 /// An extension in any state, so the host can store, hash and compare it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExtensionSlot {
     /// Discovered.
     Discovered(Extension<Discovered>),
@@ -340,6 +353,21 @@ pub enum ExtensionSlot {
     Failed(Extension<Failed>),
     /// Disposed.
     Disposed(Extension<Disposed>),
+}
+
+/// Hashes an activating slot's definition by its id, as [`Extension`]
+/// does.
+impl Hash for ExtensionSlot {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            ExtensionSlot::Discovered(e) => e.hash(state),
+            ExtensionSlot::Activating(meta) => meta.id.hash(state),
+            ExtensionSlot::Active(e) => e.hash(state),
+            ExtensionSlot::Failed(e) => e.hash(state),
+            ExtensionSlot::Disposed(e) => e.hash(state),
+        }
+    }
 }
 
 impl ExtensionSlot {
