@@ -148,9 +148,9 @@ impl HostCore {
             } else {
                 Cow::Borrowed(spec)
             };
-            let replaced =
+            let done =
                 candidate.replace(&runtime, &owner, Binding::Live(held), Binding::Live(*tool));
-            if replaced != Ok(true) {
+            if done != Ok(true) {
                 return None;
             }
         }
