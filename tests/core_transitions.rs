@@ -630,3 +630,105 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
     assert!(answer.effects.is_empty());
     assert_eq!(core, before, "the refused batch changed nothing");
 }
+
+/// Reloads `id` to commit with these tool names; returns its settled
+/// outcome. The reference below says what the registry must then hold.
+fn reload_with(core: &mut HostCore, id: &str, tools: &[&str]) -> Vec<ToolRef> {
+    let op = request(core, OpKind::Reload(id.into()));
+    let cx = match core.apply(Input::Begin(op)).unwrap().as_slice() {
+        [Effect::CallFactory { context, .. }] => *context,
+        other => panic!("{other:?}"),
+    };
+    open(core, cx);
+    let refs = tools
+        .iter()
+        .map(|t| match register(core, cx, Registration::Tool(spec(t))) {
+            Registered::Tool(r) => r,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    while let Some(Effect::RunCleanup { .. }) = effects.last() {
+        effects = core
+            .apply(Input::CleanupFinished { op, result: Ok(()) })
+            .unwrap();
+    }
+    assert!(
+        matches!(
+            effects.last(),
+            Some(Effect::Settle {
+                outcome: OpOutcome::Reloaded { .. },
+                ..
+            })
+        ),
+        "{effects:?}"
+    );
+    refs
+}
+
+/// The general H-12 candidate, step by step: every tool `id` holds removed,
+/// then each fresh one inserted keeping its old API name when free.
+fn reference_reload(
+    before: &ToolRegistry,
+    id: &str,
+    tools: &[&str],
+    refs: &[ToolRef],
+) -> ToolRegistry {
+    let owner = Owner::Extension(id.into());
+    let mut expected = before.clone();
+    let mut kept = std::collections::BTreeMap::new();
+    for name in before.names() {
+        if before.get(&name).unwrap().owner == owner {
+            kept.insert(name.clone(), expected.remove(&name).unwrap().api_name);
+        }
+    }
+    for (t, r) in tools.iter().zip(refs) {
+        expected
+            .insert_keeping(&spec(t), owner.clone(), Binding::Live(*r), kept.remove(*t))
+            .unwrap();
+    }
+    expected
+}
+
+#[test]
+fn a_reload_gives_the_general_candidate_whichever_tools_come_back() {
+    let mut core = core_with(&["x", "y"]);
+    let tools = |names: &[&str]| -> Vec<Registration> {
+        names.iter().map(|n| Registration::Tool(spec(n))).collect()
+    };
+    activate_with(&mut core, "x", &tools(&["a.b", "r", "s"]));
+    activate_with(&mut core, "y", &tools(&["m"]));
+    for fresh in [
+        // The same tools in the same order, in another order, fewer of
+        // them; a new one, `a_b`, which takes the API name `a_b` the old
+        // `a.b` freed, so `a.b` gets `a_b_2`; the old ones in another order;
+        // fewer again.
+        &["a.b", "r", "s"][..],
+        &["s", "a.b", "r"],
+        &["r", "a.b"],
+        &["a_b", "a.b", "r"],
+        &["r", "a.b", "a_b"],
+        &["a.b", "r"],
+    ] {
+        let before = core.registry().clone();
+        let refs = reload_with(&mut core, "x", fresh);
+        let expected = reference_reload(&before, "x", fresh, &refs);
+        assert_eq!(core.registry(), &expected, "reloading with {fresh:?}");
+        assert_eq!(core.registry().api_name_count(), core.registry().len());
+    }
+    let apis: Vec<_> = core
+        .registry()
+        .iter()
+        .map(|e| (e.name.clone(), e.api_name.clone()))
+        .collect();
+    assert_eq!(
+        apis,
+        [("base", "base"), ("m", "m"), ("a.b", "a_b_2"), ("r", "r")]
+            .map(|(n, a)| (n.to_owned(), a.to_owned()))
+    );
+}

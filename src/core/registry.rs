@@ -271,13 +271,7 @@ impl ToolRegistry {
         binding: Binding,
         keep: Option<String>,
     ) -> Result<(), RegistryError> {
-        validate_tool_name(&spec.name)?;
-        crate::text::check_description(&spec.description).map_err(|reason| {
-            RegistryError::InvalidDescription {
-                name: spec.name.clone(),
-                reason,
-            }
-        })?;
+        check_spec(spec)?;
         if let Some(held) = self.by_name.get(&spec.name) {
             return Err(RegistryError::Duplicate {
                 name: spec.name.clone(),
@@ -305,6 +299,54 @@ impl ToolRegistry {
             },
         );
         Ok(())
+    }
+
+    /// Replaces the entry named `spec.name` that `owner` holds bound to
+    /// `held` by `spec` bound to `binding`: what [`ToolRegistry::remove`]
+    /// and then [`ToolRegistry::insert_keeping`] with the removed API name
+    /// do (the entry moves to the end of the publication order and keeps
+    /// its API name), in fewer map updates, the API-name index untouched.
+    /// Validates `spec` as an insert does, before changing anything;
+    /// `Ok(false)`, changing nothing, when no such entry is held or its API
+    /// name would not be freed by a removal.
+    pub fn replace(
+        &mut self,
+        spec: &ToolSpec,
+        owner: &Owner,
+        held: Binding,
+        binding: Binding,
+    ) -> Result<bool, RegistryError> {
+        check_spec(spec)?;
+        let Some(entry) = self.by_name.get(&spec.name) else {
+            return Ok(false);
+        };
+        // Removing frees the API name only when the index points at this
+        // very entry (INV-10).
+        if entry.owner != *owner
+            || entry.binding != held
+            || self.mutant(Mutant::NeverFreeApiName)
+            || self.by_api.get(&entry.api_name) != Some(&spec.name)
+        {
+            return Ok(false);
+        }
+        let (old_seq, api_name) = (entry.seq, entry.api_name.clone());
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.remove_mut(&old_seq);
+        self.order.insert_mut(seq, spec.name.clone());
+        self.by_name.insert_mut(
+            spec.name.clone(),
+            RegistryEntry {
+                name: spec.name.clone(),
+                api_name,
+                owner: owner.clone(),
+                binding,
+                description: spec.description.clone(),
+                schema_digest: spec.schema_digest.clone(),
+                seq,
+            },
+        );
+        Ok(true)
     }
 
     /// Removes an entry; its API name becomes free again.
@@ -350,6 +392,18 @@ impl ToolRegistry {
             .find(|c| self.mutant(Mutant::SuffixNotCheckedFree) || !self.by_api.contains_key(c))
             .expect("an unbounded sequence of candidates always has a free one")
     }
+}
+
+/// What every insert checks of a spec before anything else: its name, then
+/// its description.
+fn check_spec(spec: &ToolSpec) -> Result<(), RegistryError> {
+    validate_tool_name(&spec.name)?;
+    crate::text::check_description(&spec.description).map_err(|reason| {
+        RegistryError::InvalidDescription {
+            name: spec.name.clone(),
+            reason,
+        }
+    })
 }
 
 /// The model-facing form of a runtime name before collisions are resolved:

@@ -307,6 +307,9 @@ impl Shell {
                     hooks,
                     disposers,
                 } => {
+                    // One growth of the graveyard, not one per doubling.
+                    self.graveyard
+                        .reserve(contexts.len() + tools.len() + hooks.len() + disposers.len());
                     for c in contexts {
                         {
                             let body = self.instances.remove(&c);

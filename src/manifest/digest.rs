@@ -44,7 +44,13 @@ impl SchemaDigest {
 
     /// The 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
-        self.to_string()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for byte in self.0 {
+            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        }
+        hex
     }
 
     /// Reads 64 hex digits (either case); `None` for anything else.
@@ -65,10 +71,7 @@ impl SchemaDigest {
 
 impl fmt::Display for SchemaDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&self.to_hex())
     }
 }
 

@@ -28,7 +28,7 @@ use crate::id::validate_id_segment;
 use super::declarations::check_declarations;
 use super::state::{
     Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Purpose, Running,
-    cancelled_cause, cleanup_plan,
+    cancelled_cause, cleanup_plan, without_dormant_descriptors,
 };
 
 impl HostCore {
@@ -264,6 +264,13 @@ impl HostCore {
                 })?;
             }
         }
+        // A reload of the same tools replaces them in place (H-12, M-6).
+        if let Purpose::Reload = a.purpose
+            && let Some(mut candidate) = self.reload_in_place(meta, staged)
+        {
+            self.stage_providers(meta, staged, &mut candidate)?;
+            return Ok(candidate);
+        }
         let owner = Owner::Extension(meta.id.clone());
         let mut candidate = self.registry.clone();
         // A reload validates against the live registry without the old
@@ -272,19 +279,7 @@ impl HostCore {
             Purpose::Reload => self.without_old_generation(meta, &mut candidate),
             Purpose::Activate { .. } => BTreeMap::new(),
         };
-        // Swap the dormant descriptors out by name: O(k log n), never a
-        // scan of the registry, so the Nth activation costs what the first
-        // did.
-        for declared in meta.declared_tools.iter().flatten() {
-            let name = meta.runtime_tool_name(&declared.name);
-            if candidate
-                .get(&name)
-                .is_some_and(|e| e.owner == owner && e.binding == Binding::Dormant)
-                && let Some(dormant) = candidate.remove(&name)
-            {
-                kept.insert(name, dormant.api_name);
-            }
-        }
+        kept.extend(without_dormant_descriptors(meta, &mut candidate));
         self.probe_unpublish_staged(&mut candidate, meta, staged);
         for (tool, spec) in &staged.tools {
             let runtime = meta.runtime_spec(spec);

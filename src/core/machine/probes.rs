@@ -29,6 +29,16 @@ impl HostCore {
         self
     }
 
+    /// The seeded bugs of the candidate's registry work (an early
+    /// publication, a leaked candidate, API names never freed): under them a
+    /// reload always builds its candidate by the general path
+    /// (`reload.rs`), whose steps those bugs live in.
+    pub(super) fn probe_candidate_bug(&self) -> bool {
+        self.mutant(Mutant::PublishBeforeValidate)
+            || self.mutant(Mutant::SkipCandidateClone)
+            || self.mutant(Mutant::NeverFreeApiName)
+    }
+
     /// `StartBeforeSettled`: the operation that runs is set aside for the
     /// one that begins.
     pub(super) fn probe_suspend_running(&mut self) {

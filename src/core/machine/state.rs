@@ -14,14 +14,14 @@ use std::collections::{BTreeMap, VecDeque};
 use rpds::{RedBlackTreeMapSync, VectorSync};
 
 use crate::core::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
-use crate::core::lifecycle::{Activating, Cancellation, Extension, ExtensionSlot};
+use crate::core::lifecycle::{Activating, Cancellation, DefinitionMeta, Extension, ExtensionSlot};
 use crate::core::mutant::Mutant;
 use crate::core::outcome::{
     CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
     StepFailure,
 };
 use crate::core::protocol::Effect;
-use crate::core::registry::{Owner, ToolRegistry};
+use crate::core::registry::{Binding, Owner, ToolRegistry};
 
 /// An operation waiting in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -332,4 +332,28 @@ pub(super) fn cancelled_cause(why: Cancellation) -> FailureCause {
         Cancellation::Shutdown => FailureCause::Cancelled,
         Cancellation::Deadline => FailureCause::DeadlinePassed,
     }
+}
+
+/// Swaps the dormant descriptors of `meta`'s declared tools out of a
+/// candidate by name (an activation's, H-4, and a reload's, H-12),
+/// returning their API names by runtime name, for the live tools that
+/// replace them to keep (INV-10): O(k log n), never a scan of the
+/// registry, so the Nth activation costs what the first did.
+pub(super) fn without_dormant_descriptors(
+    meta: &DefinitionMeta,
+    candidate: &mut ToolRegistry,
+) -> BTreeMap<String, String> {
+    let owner = Owner::Extension(meta.id.clone());
+    let mut kept = BTreeMap::new();
+    for declared in meta.declared_tools.iter().flatten() {
+        let name = meta.runtime_tool_name(&declared.name);
+        if candidate
+            .get(&name)
+            .is_some_and(|e| e.owner == owner && e.binding == Binding::Dormant)
+            && let Some(dormant) = candidate.remove(&name)
+        {
+            kept.insert(name, dormant.api_name);
+        }
+    }
+    kept
 }

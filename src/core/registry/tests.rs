@@ -85,3 +85,55 @@ fn a_clone_is_a_detached_snapshot() {
     assert_eq!(snapshot.names(), ["one"]);
     assert_eq!(r.names(), ["two"]);
 }
+
+#[test]
+fn replace_is_remove_then_insert_keeping_the_api_name() {
+    let ext = Owner::Extension("x".into());
+    let live = |n| Binding::Live(crate::core::ids::ToolRef(n));
+    let mut r = ToolRegistry::new();
+    // `a.b` takes `a_b`, so `a_b` gets `a_b_2`: replacing either must keep
+    // its own, though the base of `a_b` is `a_b`.
+    for (i, n) in ["a.b", "mid", "a_b"].into_iter().enumerate() {
+        r.insert(&spec(n), ext.clone(), live(i as u64)).unwrap();
+    }
+    let mut expected = r.clone();
+    let fresh = ToolSpec::new("a_b", "new", "1");
+    let removed = expected.remove("a_b").map(|e| e.api_name);
+    expected
+        .insert_keeping(&fresh, ext.clone(), live(9), removed)
+        .unwrap();
+    let removed = expected.remove("a.b").map(|e| e.api_name);
+    expected
+        .insert_keeping(&spec("a.b"), ext.clone(), live(8), removed)
+        .unwrap();
+    assert_eq!(r.replace(&fresh, &ext, live(2), live(9)), Ok(true));
+    assert_eq!(r.replace(&spec("a.b"), &ext, live(0), live(8)), Ok(true));
+    assert_eq!(r, expected);
+    assert_eq!(r.names(), ["mid", "a_b", "a.b"]);
+    assert_eq!(r.get("a_b").unwrap().api_name, "a_b_2");
+    assert_eq!(r.get("a_b").unwrap().description, "new");
+    assert_eq!(r.api_name_count(), r.len());
+}
+
+#[test]
+fn replace_changes_nothing_unless_the_owner_holds_the_name_so_bound() {
+    let ext = Owner::Extension("x".into());
+    let live = |n| Binding::Live(crate::core::ids::ToolRef(n));
+    let mut r = ToolRegistry::new();
+    r.insert(&spec("t"), ext.clone(), live(1)).unwrap();
+    let before = r.clone();
+    // Another handle, another owner, an absent name: nothing changes.
+    assert_eq!(r.replace(&spec("t"), &ext, live(2), live(3)), Ok(false));
+    assert_eq!(
+        r.replace(&spec("t"), &Owner::Base, live(1), live(3)),
+        Ok(false)
+    );
+    assert_eq!(r.replace(&spec("u"), &ext, live(1), live(3)), Ok(false));
+    // A refused spec is refused as an insert refuses it, before anything.
+    let bad = ToolSpec::new("t", "a\u{202e}b", "0");
+    assert_eq!(
+        r.replace(&bad, &ext, live(1), live(3)).unwrap_err().code(),
+        "TOOL_DESCRIPTION_INVALID"
+    );
+    assert_eq!(r, before);
+}
