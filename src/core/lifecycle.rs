@@ -18,11 +18,12 @@
 //! [`super::registry`] (for [`ToolSpec`]); it knows nothing of operations,
 //! effects or the queue.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::ids::{ContextId, DisposerRef, HookRef, ToolRef};
 use super::registry::{ProviderRecord, ToolSpec};
+
+mod identity;
 
 /// The status of an extension, as `extensions()` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -149,18 +150,6 @@ pub struct Extension<S> {
     state: S,
 }
 
-/// Hashes the definition by its id only: a host never holds two
-/// definitions with one id, so equal extensions still hash equally, and a
-/// hash of a host (the model checker takes one per state) does not walk
-/// every declared tool's description and digest.
-impl<S: Hash> Hash for Extension<S> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.meta.id.hash(state);
-        self.attempts.hash(state);
-        self.state.hash(state);
-    }
-}
-
 /// State: discovered.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Discovered;
@@ -221,17 +210,12 @@ impl<S> Extension<S> {
     pub fn state(&self) -> &S {
         &self.state
     }
-    /// The state's data, to rename its handles (`machine/canonical.rs`); no
-    /// transition goes through here.
+    /// The state's data: to rename its handles (`machine/canonical.rs`),
+    /// and to move a retired generation's contribution out of the value
+    /// the reload's commit replaced (`machine/reload.rs`).
     pub(in crate::core) fn state_data_mut(&mut self) -> &mut S {
         &mut self.state
     }
-    /// The same extension under another definition of the same shape
-    /// (`machine/symmetry.rs`).
-    pub(in crate::core) fn set_meta(&mut self, meta: Arc<DefinitionMeta>) {
-        self.meta = meta;
-    }
-
     fn into_state<T>(self, state: T) -> Extension<T> {
         Extension {
             meta: self.meta,
@@ -355,21 +339,6 @@ pub enum ExtensionSlot {
     Disposed(Extension<Disposed>),
 }
 
-/// Hashes an activating slot's definition by its id, as [`Extension`]
-/// does.
-impl Hash for ExtensionSlot {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        std::mem::discriminant(self).hash(state);
-        match self {
-            ExtensionSlot::Discovered(e) => e.hash(state),
-            ExtensionSlot::Activating(meta) => meta.id.hash(state),
-            ExtensionSlot::Active(e) => e.hash(state),
-            ExtensionSlot::Failed(e) => e.hash(state),
-            ExtensionSlot::Disposed(e) => e.hash(state),
-        }
-    }
-}
-
 impl ExtensionSlot {
     /// The status.
     pub fn status(&self) -> Status {
@@ -457,19 +426,6 @@ impl ExtensionSlot {
             ExtensionSlot::Active(active) => ExtensionSlot::Disposed(active.dispose()),
             other => other,
         };
-    }
-
-    /// The same slot under another definition, whose shape must equal
-    /// this one's (canonical states exchange interchangeable extensions,
-    /// `machine/symmetry.rs`; no transition uses it).
-    pub(in crate::core) fn set_meta(&mut self, meta: Arc<DefinitionMeta>) {
-        match self {
-            ExtensionSlot::Discovered(e) => e.set_meta(meta),
-            ExtensionSlot::Activating(m) => *m = meta,
-            ExtensionSlot::Active(e) => e.set_meta(meta),
-            ExtensionSlot::Failed(e) => e.set_meta(meta),
-            ExtensionSlot::Disposed(e) => e.set_meta(meta),
-        }
     }
 
     pub(in crate::core) fn meta_arc(&self) -> &Arc<DefinitionMeta> {
