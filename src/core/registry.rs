@@ -282,9 +282,15 @@ impl ToolRegistry {
             Some(api) if !self.by_api.contains_key(&api) => api,
             _ => self.free_api_name(&spec.name),
         };
+        self.by_api.insert_mut(api_name.clone(), spec.name.clone());
+        self.publish_last(spec, api_name, owner, binding);
+        Ok(())
+    }
+
+    /// Writes the entry for `spec` at the end of the publication order.
+    fn publish_last(&mut self, spec: &ToolSpec, api_name: String, owner: Owner, binding: Binding) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.by_api.insert_mut(api_name.clone(), spec.name.clone());
         self.order.insert_mut(seq, spec.name.clone());
         self.by_name.insert_mut(
             spec.name.clone(),
@@ -298,7 +304,6 @@ impl ToolRegistry {
                 seq,
             },
         );
-        Ok(())
     }
 
     /// Replaces the entry named `spec.name` that `owner` holds bound to
@@ -330,22 +335,8 @@ impl ToolRegistry {
             return Ok(false);
         }
         let (old_seq, api_name) = (entry.seq, entry.api_name.clone());
-        let seq = self.next_seq;
-        self.next_seq += 1;
         self.order.remove_mut(&old_seq);
-        self.order.insert_mut(seq, spec.name.clone());
-        self.by_name.insert_mut(
-            spec.name.clone(),
-            RegistryEntry {
-                name: spec.name.clone(),
-                api_name,
-                owner: owner.clone(),
-                binding,
-                description: spec.description.clone(),
-                schema_digest: spec.schema_digest.clone(),
-                seq,
-            },
-        );
+        self.publish_last(spec, api_name, owner.clone(), binding);
         Ok(true)
     }
 

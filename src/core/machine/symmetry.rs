@@ -23,9 +23,11 @@
 
 use std::sync::Arc;
 
+use rpds::VectorSync;
+
 use super::state::{ActivationStep, CleanupCursor, HostCore, Purpose, Running};
 use crate::core::lifecycle::DefinitionMeta;
-use crate::core::outcome::{FailureCause, OpKind};
+use crate::core::outcome::{FailureCause, LiveHook, OpKind};
 use crate::core::registry::{Owner, RegistryError};
 
 /// The exchange of two extension ids, `x` and `y`.
@@ -75,6 +77,22 @@ impl Exchange<'_> {
         }
     }
 
+    /// The hooks with their extensions exchanged; `None` when no hook
+    /// belongs to either (nothing to copy).
+    fn hooks(&self, hooks: &VectorSync<LiveHook>) -> Option<VectorSync<LiveHook>> {
+        let touched = |h: &LiveHook| h.extension == self.x || h.extension == self.y;
+        hooks.iter().any(touched).then(|| {
+            hooks
+                .iter()
+                .map(|h| {
+                    let mut h = h.clone();
+                    self.id(&mut h.extension);
+                    h
+                })
+                .collect()
+        })
+    }
+
     fn cause(&self, cause: &mut FailureCause) {
         if let FailureCause::Registry(
             RegistryError::Duplicate { holder, .. } | RegistryError::ProviderClash { holder, .. },
@@ -113,19 +131,8 @@ impl Exchange<'_> {
                 }
             }
             Running::Emit(e) => {
-                if e.hooks
-                    .iter()
-                    .any(|h| h.extension == self.x || h.extension == self.y)
-                {
-                    e.hooks = e
-                        .hooks
-                        .iter()
-                        .map(|h| {
-                            let mut h = h.clone();
-                            self.id(&mut h.extension);
-                            h
-                        })
-                        .collect();
+                if let Some(hooks) = self.hooks(&e.hooks) {
+                    e.hooks = hooks;
                 }
                 for d in &mut e.diagnostics {
                     self.id(&mut d.extension_id);
@@ -185,20 +192,8 @@ impl HostCore {
         self.exts[i].set_meta(mx.clone());
         self.exts[j].set_meta(my.clone());
         self.registry = self.registry.reowned(|o| swap.owner(o));
-        if self
-            .hooks
-            .iter()
-            .any(|h| h.extension == x || h.extension == y)
-        {
-            self.hooks = self
-                .hooks
-                .iter()
-                .map(|h| {
-                    let mut h = h.clone();
-                    swap.id(&mut h.extension);
-                    h
-                })
-                .collect();
+        if let Some(hooks) = swap.hooks(&self.hooks) {
+            self.hooks = hooks;
         }
         for id in &mut self.activation_order {
             swap.id(id);
