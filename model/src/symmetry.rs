@@ -240,6 +240,10 @@ impl State {
         let exchange = match x.cmp(&y) {
             Ordering::Less => false,
             Ordering::Greater => true,
+            // Neither has begun anything and no request waits for either:
+            // nothing tells them apart, so the exchange is this state
+            // itself (keeping it is sound in any case).
+            Ordering::Equal if x == (Status::Discovered, 0, 0, 0) => false,
             Ordering::Equal => {
                 let t = self.exchanged(pair);
                 t.digest() < self.digest()

@@ -70,7 +70,9 @@ handle_kind!(CallId, Call);
 /// [`HostCore::handles`](crate::core::HostCore::handles) and the driver's own observations).
 #[derive(Debug, Clone, Default)]
 pub struct HandleSet {
-    seen: [Vec<u64>; KINDS],
+    /// Per kind, `(handle, 0)`; [`HandleSet::ranks`] fills in the ranks in
+    /// place, so a renaming reuses these buffers.
+    seen: [Vec<(u64, u64)>; KINDS],
 }
 
 impl HandleSet {
@@ -84,13 +86,13 @@ impl HandleSet {
     pub fn add<H: Handle>(&mut self, handle: H) {
         let raw = handle.raw();
         if raw != 0 {
-            self.seen[H::KIND as usize].push(raw);
+            self.seen[H::KIND as usize].push((raw, 0));
         }
     }
 
     /// The handles of one kind, ascending, each once.
     pub fn of(&self, kind: HandleKind) -> Vec<u64> {
-        let mut v = self.seen[kind as usize].clone();
+        let mut v: Vec<u64> = self.seen[kind as usize].iter().map(|(h, _)| *h).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -99,17 +101,14 @@ impl HandleSet {
     /// The renaming by rank: the k-th smallest handle of each kind becomes
     /// `k` (so the handles of a kind become `1..=n`).
     pub fn ranks(mut self) -> Renaming {
-        let mut maps: [Vec<(u64, u64)>; KINDS] = Default::default();
-        for (kind, seen) in self.seen.iter_mut().enumerate() {
+        for seen in &mut self.seen {
             seen.sort_unstable();
             seen.dedup();
-            maps[kind] = seen
-                .iter()
-                .zip(1u64..)
-                .map(|(&old, new)| (old, new))
-                .collect();
+            for (pair, new) in seen.iter_mut().zip(1u64..) {
+                pair.1 = new;
+            }
         }
-        Renaming::from_maps(maps)
+        Renaming::from_maps(self.seen)
     }
 }
 
