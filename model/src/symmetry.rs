@@ -26,9 +26,10 @@
 //!   [`crate::canonical`] (handles are renamed first, and an exchange
 //!   keeps every handle); [`crate::model`] calls it.
 //! - Every place the environment holds an extension's id or index is
-//!   exchanged by [`Env::exchange`]; the property test
-//!   `model/tests/canonical.rs` fails otherwise (its seeded bug
-//!   [`SeededBug`](crate::canonical::SeededBug)`::ExchangeForgetsPendingOps`).
+//!   exchanged by `Env::exchange`; the property test
+//!   `model/tests/canonical.rs` fails otherwise (its seeded bug, through
+//!   [`HostModel::representative_with_bug`](crate::model::HostModel::representative_with_bug),
+//!   leaves the callers' pending requests unexchanged).
 //! - Violation messages are kept as they are, as for handles.
 
 use std::cmp::Ordering;
@@ -156,13 +157,10 @@ impl Pair {
 
 impl Env {
     /// Exchanges the two extensions of `pair` everywhere the environment
-    /// holds one's id or index. The discovery order is kept (as the core
-    /// keeps it).
-    pub fn exchange(&mut self, pair: &Pair) {
-        self.exchange_with(pair, false);
-    }
-
-    fn exchange_with(&mut self, pair: &Pair, forget_pending_ops: bool) {
+    /// holds one's id or index (but the callers' pending requests under
+    /// the seeded bug `forget_pending_ops`). The discovery order is kept
+    /// (as the core keeps it).
+    fn exchange(&mut self, pair: &Pair, forget_pending_ops: bool) {
         debug_assert!(self.last.is_empty(), "exchanged between steps only");
         if !forget_pending_ops {
             for p in &mut self.ops {
@@ -212,17 +210,9 @@ impl State {
         s
     }
 
-    /// [`State::exchanged`] where the environment forgets to exchange the
-    /// callers' pending operations (a seeded bug, tests only).
-    pub fn exchanged_with_bug(&self, pair: &Pair) -> State {
-        let mut s = self.clone();
-        s.exchange(pair, true);
-        s
-    }
-
     fn exchange(&mut self, pair: &Pair, forget_pending_ops: bool) {
         self.core.exchange_extensions(&pair.x_id, &pair.y_id);
-        self.env.exchange_with(pair, forget_pending_ops);
+        self.env.exchange(pair, forget_pending_ops);
     }
 
     fn digest(&self) -> u64 {
@@ -237,22 +227,26 @@ impl State {
     pub fn choose_representative(&mut self, pair: &Pair, forget_pending_ops: bool) -> bool {
         let x = pair.side(self, &pair.x_id);
         let y = pair.side(self, &pair.y_id);
-        let exchange = match x.cmp(&y) {
+        match x.cmp(&y) {
             Ordering::Less => false,
-            Ordering::Greater => true,
+            Ordering::Greater => {
+                self.exchange(pair, forget_pending_ops);
+                true
+            }
             // Neither has begun anything and no request waits for either:
             // nothing tells them apart, so the exchange is this state
             // itself (keeping it is sound in any case).
             Ordering::Equal if x == (Status::Discovered, 0, 0, 0) => false,
             Ordering::Equal => {
-                let t = self.exchanged(pair);
-                t.digest() < self.digest()
+                let mut t = self.clone();
+                t.exchange(pair, forget_pending_ops);
+                let smaller = t.digest() < self.digest();
+                if smaller {
+                    *self = t;
+                }
+                smaller
             }
-        };
-        if exchange {
-            self.exchange(pair, forget_pending_ops);
         }
-        exchange
     }
 }
 
