@@ -211,7 +211,8 @@ impl State {
     }
 
     fn exchange(&mut self, pair: &Pair, forget_pending_ops: bool) {
-        self.core.exchange_extensions(&pair.x_id, &pair.y_id);
+        let exchanged = self.core.exchange_extensions(&pair.x_id, &pair.y_id);
+        debug_assert!(exchanged, "exchanged only where the pair applies");
         self.env.exchange(pair, forget_pending_ops);
     }
 

@@ -180,10 +180,16 @@ impl HostCore {
     /// the activation order, the queue, the running operation, the calls
     /// in flight) holds the other one afterwards. Discovery order is kept:
     /// each id stays in its slot, and the two slots exchange their states.
-    /// Exchanging twice gives the state back.
-    pub fn exchange_extensions(&mut self, x: &str, y: &str) {
+    /// Exchanging twice gives the state back. Returns false, changing
+    /// nothing, when the two are not interchangeable (unknown, the same,
+    /// of another shape, or named as a dependency): their exchange would
+    /// not be a state the host behaves the same on.
+    pub fn exchange_extensions(&mut self, x: &str, y: &str) -> bool {
+        if !self.interchangeable(x, y) {
+            return false;
+        }
         let (Some(&i), Some(&j)) = (self.index.get(x), self.index.get(y)) else {
-            return;
+            return false;
         };
         let swap = Exchange { x, y };
         let mx = self.exts[i].meta_arc().clone();
@@ -211,6 +217,7 @@ impl HostCore {
         for f in self.calls.values_mut() {
             swap.owner_mut(&mut f.owner);
         }
+        true
     }
 }
 

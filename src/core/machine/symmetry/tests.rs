@@ -96,7 +96,7 @@ fn the_mirror_history_is_the_exchanged_history_at_every_step() {
     for (n, (s, mirror)) in ab.iter().zip(&ba).enumerate() {
         assert!(s.interchangeable("a", "b"), "step {n}");
         let mut exchanged = s.clone();
-        exchanged.exchange_extensions("a", "b");
+        assert!(exchanged.exchange_extensions("a", "b"));
         assert_eq!(&exchanged, mirror, "step {n}");
         if n > 0 {
             assert_ne!(s, mirror, "step {n}: the two histories differ");
@@ -154,4 +154,10 @@ fn definitions_of_another_shape_or_named_as_dependencies_are_not_interchangeable
     assert!(!core.interchangeable("a", "c"), "c has a dependency");
     assert!(!core.interchangeable("a", "d"), "c depends on d");
     assert!(!core.interchangeable("a", "m"), "m is a manifest extension");
+    let before = core.clone();
+    for (x, y) in [("a", "a"), ("a", "zz"), ("a", "c"), ("a", "d"), ("a", "m")] {
+        assert!(!core.exchange_extensions(x, y), "{x} and {y} are refused");
+        assert_eq!(core, before, "a refused exchange changes nothing");
+    }
+    assert!(core.exchange_extensions("a", "b"));
 }
