@@ -72,10 +72,23 @@ fn commit_fails(core: &mut HostCore, op: OpId, cx: ContextId) -> ActivationFailu
             result: Ok(()),
         })
         .unwrap();
-    assert!(
-        matches!(effects.as_slice(), [Effect::RunCleanup { step, .. }] if step.kind == CleanupKind::Instance),
-        "{effects:?}"
-    );
+    // The staged tools were never published: they are forgotten before the
+    // rollback's first step, while the context stays until it settles.
+    let [
+        Effect::Forget {
+            contexts,
+            tools,
+            hooks,
+            disposers,
+        },
+        Effect::RunCleanup { step, .. },
+    ] = effects.as_slice()
+    else {
+        panic!("{effects:?}")
+    };
+    assert!(!tools.is_empty(), "{effects:?}");
+    assert!(contexts.is_empty() && hooks.is_empty() && disposers.is_empty());
+    assert_eq!(step.kind, CleanupKind::Instance);
     let effects = core
         .apply(Input::CleanupFinished { op, result: Ok(()) })
         .unwrap();
@@ -191,13 +204,30 @@ fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
             _ => panic!(),
         })
         .collect();
-    register(&mut core, cx, Registration::Tool(spec("t")));
+    let Registered::Tool(t) = register(&mut core, cx, Registration::Tool(spec("t"))) else {
+        panic!()
+    };
+    let Registered::Hook(h) = register(&mut core, cx, Registration::Hook) else {
+        panic!()
+    };
     let mut effects = core
         .apply(Input::ActivateReturned {
             context: cx,
             result: Err(Failure::error("boom")),
         })
         .unwrap();
+    // What the rollback never reads (the staged tool and hook) is forgotten
+    // first; the disposers and the context stay until they ran.
+    assert_eq!(
+        effects[0],
+        Effect::Forget {
+            contexts: vec![],
+            tools: vec![t],
+            hooks: vec![h],
+            disposers: vec![],
+        }
+    );
+    effects.remove(0);
     let mut ran = Vec::new();
     let mut results = vec![Ok(()), Err(Failure::error("d1 failed")), Ok(()), Ok(())].into_iter();
     while let [Effect::RunCleanup { step, .. }] = effects.as_slice() {
@@ -217,9 +247,22 @@ fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
         ran,
         vec![disposer(2), disposer(1), disposer(0), CleanupKind::Instance]
     );
-    let [Effect::Forget { .. }, Effect::Settle { outcome, .. }] = effects.as_slice() else {
+    let [
+        Effect::Forget {
+            contexts,
+            tools,
+            hooks,
+            disposers,
+        },
+        Effect::Settle { outcome, .. },
+    ] = effects.as_slice()
+    else {
         panic!("{effects:?}")
     };
+    assert_eq!(
+        (contexts.as_slice(), tools.len(), hooks.len(), disposers),
+        ([cx].as_slice(), 0, 0, &d)
+    );
     let OpOutcome::ActivationFailed(failure) = outcome else {
         panic!()
     };

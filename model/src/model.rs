@@ -19,10 +19,12 @@ mod effects;
 mod enabled;
 mod observe;
 
+use std::sync::Arc;
+
 use exthost::core::{
-    AdmittedCall, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect, Failure,
-    HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered, Registration,
-    Requested,
+    AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect,
+    Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered,
+    Registration, Requested,
 };
 use stateright::{Expectation, Model, Path, Property};
 
@@ -271,7 +273,12 @@ impl HostModel {
             .iter()
             .any(|st| matches!(st.outcome, OpOutcome::Disposed { .. }));
         if just_disposed && self.scenario.bounds.calls > 0 {
-            s.env.call_after = Some(self.tool_after_shutdown(&s.env));
+            s.env.call_after = Some(
+                s.env
+                    .call_target
+                    .take()
+                    .unwrap_or_else(|| (None, BASE_TOOL.into())),
+            );
         }
         s.env.last.clear();
         let env = &mut s.env;
@@ -299,6 +306,30 @@ impl HostModel {
         if env.dispose_begun {
             // Calls start only before the shutdown begins.
             env.calls_left = 0;
+            // The shutdown emptied the registry: INV-1 and INV-11a no longer
+            // read the active generations' tools, hooks, providers or
+            // publication order, and the shutdown's cleanup (INV-3) reads
+            // only their contexts and disposers. The tool a caller calls
+            // right after the shutdown is chosen now, while it is known.
+            if env.active.iter().any(|a| a.publishes()) {
+                if self.scenario.bounds.calls > 0 {
+                    env.call_target = Some(self.tool_after_shutdown(&*env));
+                }
+                for a in &mut env.active {
+                    Arc::make_mut(a).keep_cleanup_only();
+                }
+            }
+            env.published.clear();
+        }
+        // A rollback reads only its attempt's context and disposers (INV-2):
+        // what the attempt registered besides is forgotten, as the core
+        // forgets it.
+        if let Some(Awaiting::Cleanup(_, step)) = s.core.awaiting() {
+            for a in &mut env.running {
+                if a.context == step.context && a.publishes() {
+                    a.keep_cleanup_only();
+                }
+            }
         }
         if env.disposed {
             // INV-1 and INV-3 no longer read the committed activations.

@@ -103,6 +103,25 @@ impl Activation {
         }
     }
 
+    /// True when it holds tools, hooks or providers.
+    pub fn publishes(&self) -> bool {
+        !self.tools.is_empty() || !self.hooks.is_empty() || !self.providers.is_empty()
+    }
+
+    /// Forgets what no cleanup reads (tools, hooks, providers, and the
+    /// counts of attempted registrations), keeping the context, the
+    /// instance and the disposers: once its rollback or the shutdown
+    /// began, an attempt's registrations are never read again.
+    pub fn keep_cleanup_only(&mut self) {
+        self.tools.clear();
+        self.hooks.clear();
+        self.providers.clear();
+        self.tool_attempts = 0;
+        self.hook_attempts = 0;
+        self.provider_attempts = 0;
+        self.disposer_attempts = 0;
+    }
+
     /// What stays of a committed attempt: the extension, its context and
     /// its contribution. The operation id and the attempt's progress are
     /// dropped so that histories the core no longer tells apart merge.
@@ -340,6 +359,11 @@ pub struct Env {
     /// (the last activated extension's first tool, by extension index and
     /// runtime name; `None` for the base tool).
     pub call_after: Option<(Option<u8>, String)>,
+    /// The tool a caller calls right after the shutdown completes
+    /// ([`Env::call_after`]), chosen when the shutdown begins (the last
+    /// activated extension's first tool; `None` for the base tool), since
+    /// the active generations' tools are forgotten then.
+    pub call_target: Option<(Option<u8>, String)>,
     /// What else the last step did.
     pub note: Option<Note>,
     /// Transition invariants found broken.

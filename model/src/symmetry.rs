@@ -198,6 +198,9 @@ impl Env {
         if let Some((Some(ext), _)) = &mut self.call_after {
             pair.ext(ext);
         }
+        if let Some((Some(ext), _)) = &mut self.call_target {
+            pair.ext(ext);
+        }
     }
 }
 

@@ -334,6 +334,11 @@ impl HostCore {
 
     /// H-5: roll back everything the attempt staged: its disposers in reverse
     /// registration order, then the instance's `dispose` if it has one.
+    /// Its staged tools and hooks, which were never published and which no
+    /// step of the rollback reads, are forgotten before its first step
+    /// (and its providers dropped); the rollback keeps only its context and
+    /// disposers, so rollbacks of attempts that staged different tools are
+    /// one state of the host.
     fn start_rollback(
         &mut self,
         mut a: Activation,
@@ -353,10 +358,21 @@ impl HostCore {
             return self.finish_rollback(a, cause, Vec::new());
         };
         let first = cleanup.current().clone();
+        let (tools, hooks) = a.extension.state_mut().staged.release_unpublished();
         a.step = ActivationStep::Rollback { cause, cleanup };
         let op = a.op;
         self.running = Some(Running::Activation(a));
-        vec![Effect::RunCleanup { op, step: first }]
+        let mut effects = Vec::with_capacity(2);
+        if !tools.is_empty() || !hooks.is_empty() {
+            effects.push(Effect::Forget {
+                contexts: Vec::new(),
+                tools,
+                hooks,
+                disposers: Vec::new(),
+            });
+        }
+        effects.push(Effect::RunCleanup { op, step: first });
+        effects
     }
 
     /// `CleanupFinished` for a rollback step of the running activation,

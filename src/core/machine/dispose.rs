@@ -1,4 +1,5 @@
-//! Shutdown (H-11): the registry and hooks empty at once; then every active
+//! Shutdown (H-11): the registry and hooks empty at once (and the active
+//! contributions keep only their disposers); then every active
 //! extension is cleaned up in reverse activation order, each only once its
 //! tool calls in flight finished or were abandoned (INV-12), every step
 //! attempted. A reload's old generation is cleaned up by the same steps
@@ -28,6 +29,14 @@ impl HostCore {
                 let state = active.state();
                 let disposers = &state.contribution.disposers;
                 steps.extend(cleanup_plan(id, state.context, disposers, true, false));
+            }
+        }
+        // The contributions' tools, hooks and providers left the registry;
+        // the cleanup reads only contexts and disposers, so the slots keep
+        // only those (the shell drops the handles at the end, `ForgetAll`).
+        for slot in &mut self.exts {
+            if let ExtensionSlot::Active(active) = slot {
+                active.state_data_mut().contribution.release_unpublished();
             }
         }
         let mut effects = vec![Effect::Publish];
