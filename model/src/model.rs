@@ -331,6 +331,12 @@ impl HostModel {
                 }
             }
         }
+        // So does a reload's retirement of its old generation (INV-11c).
+        if let Some(old) = &mut env.retiring
+            && old.publishes()
+        {
+            old.keep_cleanup_only();
+        }
         if env.disposed {
             // INV-1 and INV-3 no longer read the committed activations.
             env.active.clear();

@@ -198,7 +198,20 @@ impl HostCore {
         if hooked(&old) || self.exts[slot].active().is_some_and(|e| hooked(e.state())) {
             self.hooks = self.hooks_in_activation_order();
         }
+        let mut old = old;
         let mut effects = vec![Effect::Publish];
+        // The old generation's tools and hooks left the registry: its
+        // retirement reads only its context and disposers, so the rest is
+        // forgotten now (a call already running holds its own handler).
+        let (tools, hooks) = old.contribution.release_unpublished();
+        if !tools.is_empty() || !hooks.is_empty() {
+            effects.push(Effect::Forget {
+                contexts: Vec::new(),
+                tools,
+                hooks,
+                disposers: Vec::new(),
+            });
+        }
         if let Some(skip) = self.probe_never_retire(op, &id) {
             effects.extend(skip);
             return effects;
@@ -230,13 +243,12 @@ impl HostCore {
         cleanup_failures: Vec<StepFailure>,
     ) -> Vec<Effect> {
         let Retiring { extension, old } = retiring;
-        let contribution = old.contribution;
         vec![
             Effect::Forget {
                 contexts: vec![old.context],
-                tools: contribution.tools.iter().map(|(t, _)| *t).collect(),
-                hooks: contribution.hooks,
-                disposers: contribution.disposers,
+                tools: Vec::new(),
+                hooks: Vec::new(),
+                disposers: old.contribution.disposers,
             },
             self.settle(
                 op,
