@@ -406,6 +406,97 @@ fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
 }
 
 #[test]
+fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
+    // No preset and no bound: the default check, two searches in one
+    // command (cut at depth 3 here to stay fast).
+    let out = exthost()
+        .args(["check", "--max-depth", "3", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert_eq!(
+        r["bounds"],
+        serde_json::to_value(exthost_model::Bounds::default()).unwrap()
+    );
+    let then = r["then"].as_array().expect("the checks after the first");
+    assert_eq!(then.len(), 1);
+    assert_eq!(
+        then[0]["bounds"],
+        serde_json::to_value(exthost_model::Bounds::lifecycle()).unwrap()
+    );
+    let names = |r: &Value| -> Vec<String> {
+        r["properties"]
+            .as_array()
+            .expect("properties")
+            .iter()
+            .filter_map(|p| p["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    // Between them, the two checks judge every invariant.
+    let judged: Vec<String> = names(&r).into_iter().chain(names(&then[0])).collect();
+    for inv in exthost_model::properties::INVARIANTS {
+        assert!(judged.iter().any(|n| n == inv), "{inv} is judged");
+    }
+    // The text report says which check is which.
+    exthost()
+        .args(["check", "--max-depth", "3"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "(check 1 of 2: the default bounds)",
+        ))
+        .stdout(predicate::str::contains(
+            "(check 2 of 2: the lifecycle bounds",
+        ));
+    // Any preset or bound makes it one check.
+    let out = exthost()
+        .args(["check", "--max-depth", "3", "--hooks", "1", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert!(r.get("then").is_none(), "{r}");
+}
+
+#[test]
+fn a_default_check_that_fails_in_its_second_search_fails() {
+    // A lifecycle mutant is not in the default bounds; the default check
+    // still catches it, in its lifecycle search.
+    let out = exthost()
+        .args([
+            "check",
+            "--mutant",
+            "ReloadNeverRetiresOld",
+            "--fail-fast",
+            "--max-depth",
+            "12",
+            "--json",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert_eq!(r["ok"], false);
+    let lifecycle = &r["then"][0];
+    assert_eq!(lifecycle["ok"], false);
+    let violated: Vec<&str> = lifecycle["properties"]
+        .as_array()
+        .expect("properties")
+        .iter()
+        .filter(|p| p["result"] == "violated")
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(violated, ["INV-11c"]);
+}
+
+#[test]
 fn check_json_follows_the_documented_schema() {
     let out = exthost()
         .arg("check")

@@ -17,7 +17,8 @@ use report::expectation_name;
 
 pub use args::{BoundsArgs, CheckArgs, Options, Stop, Strategy, parse_mutant, threads};
 pub use report::{
-    Progress, Report, Step, Verdict, bounds_lines, bounds_text, json, progress_line, steps, text,
+    Progress, Report, Step, Verdict, bounds_lines, bounds_text, json, json_runs, progress_line,
+    steps, text,
 };
 
 use crate::model::HostModel;
@@ -147,43 +148,67 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     }
 }
 
-/// The `check` command of both command lines: runs the check `args`
-/// describe and writes the header and report (text, or JSON with
-/// `--json`) to `out`; progress goes only to `progress`. Returns whether
-/// every property got its expected verdict, or why the arguments are
-/// unusable.
+/// The `check` command of both command lines: runs the checks `args`
+/// describe ([`CheckArgs::plan`]: the default check is two) and writes,
+/// for each, the header and report (text, or JSON with `--json`) to `out`;
+/// progress goes only to `progress`. With `--fail-fast`, a failing check
+/// ends the command. Returns whether every property of every check got its
+/// expected verdict, or why the arguments are unusable.
 pub fn check_command(
     args: &CheckArgs,
     out: &mut dyn std::io::Write,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<bool, String> {
-    let options = args.options()?;
+    let plan = args.plan()?;
     let io = |e: std::io::Error| e.to_string();
-    if !args.json {
-        writeln!(
-            out,
-            "checking the exthost core ({}) within these bounds:\n{}",
-            options
-                .mutant
-                .map_or("no seeded bug".to_owned(), |m| format!(
-                    "mutant {}",
-                    MutantCase::of(m).name
-                )),
-            bounds_text(&options.bounds)
-        )
-        .map_err(io)?;
-        out.flush().map_err(io)?;
+    let mut reports = Vec::new();
+    for (i, options) in plan.iter().enumerate() {
+        if !args.json {
+            if i > 0 {
+                writeln!(out).map_err(io)?;
+            }
+            writeln!(
+                out,
+                "checking the exthost core ({}) within these bounds{}:\n{}",
+                options
+                    .mutant
+                    .map_or("no seeded bug".to_owned(), |m| format!(
+                        "mutant {}",
+                        MutantCase::of(m).name
+                    )),
+                match (plan.len(), i) {
+                    (1, _) => String::new(),
+                    (n, 0) => format!(" (check 1 of {n}: the default bounds)"),
+                    (n, i) => format!(
+                        " (check {} of {n}: the lifecycle bounds, reload, dependency, providers)",
+                        i + 1
+                    ),
+                },
+                bounds_text(&options.bounds)
+            )
+            .map_err(io)?;
+            out.flush().map_err(io)?;
+        }
+        let report = check(options, progress);
+        if !args.json {
+            write!(out, "{}", text(&report)).map_err(io)?;
+        }
+        let failed = !report.ok();
+        reports.push(report);
+        if failed && options.stop == Stop::FirstFailure {
+            break;
+        }
     }
-    let report = check(&options, progress);
+    let ok = reports.iter().all(Report::ok);
     if args.json {
-        let text = serde_json::to_string_pretty(&json(&report)).map_err(|e| e.to_string())?;
+        let value = json_runs(&reports);
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         writeln!(out, "{text}").map_err(io)?;
     } else {
-        write!(out, "{}", text(&report)).map_err(io)?;
         writeln!(
             out,
             "\n{}",
-            if report.ok() {
+            if ok {
                 "every invariant holds and every `sometimes` property was reached"
             } else {
                 "FAILED: see the verdicts above"
@@ -191,5 +216,5 @@ pub fn check_command(
         )
         .map_err(io)?;
     }
-    Ok(report.ok())
+    Ok(ok)
 }

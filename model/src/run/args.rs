@@ -74,7 +74,7 @@ impl Options {
 /// The bounds arguments both command lines (`exthost check` and
 /// `exthost-model check`) take; each overrides the preset (`--ci` or the
 /// default check).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct BoundsArgs {
     /// Start from the small bounds `cargo test` uses (about 25 s).
     #[arg(long, conflicts_with = "lifecycle")]
@@ -132,6 +132,13 @@ pub struct BoundsArgs {
 }
 
 impl BoundsArgs {
+    /// True when no preset and no bound is given: the default check, which
+    /// explores the default bounds and then the lifecycle bounds
+    /// ([`CheckArgs::plan`]).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
     /// The bounds these arguments describe, or why they are unusable.
     pub fn bounds(&self) -> Result<Bounds, String> {
         let mut b = if self.ci {
@@ -248,6 +255,23 @@ pub fn threads(n: Option<usize>) -> usize {
 }
 
 impl CheckArgs {
+    /// The checks these arguments ask for, in order. With no preset and no
+    /// bound this is the default check: the default bounds, then the
+    /// lifecycle bounds ([`Bounds::lifecycle`]: reload, the dependency and
+    /// providers), with the same other options, so that one command checks
+    /// every property (their product is too large for one search, see
+    /// `docs/model-checking.md`). Otherwise the one check the bounds
+    /// describe.
+    pub fn plan(&self) -> Result<Vec<Options>, String> {
+        let first = self.options()?;
+        if !self.bounds.is_default() {
+            return Ok(vec![first]);
+        }
+        let mut lifecycle = first.clone();
+        lifecycle.bounds = Bounds::lifecycle();
+        Ok(vec![first, lifecycle])
+    }
+
     /// The options these arguments describe, or why they are unusable.
     pub fn options(&self) -> Result<Options, String> {
         let mut options = Options::new(self.bounds.bounds()?);

@@ -325,6 +325,22 @@ pub fn json(report: &Report) -> serde_json::Value {
     })
 }
 
+/// The JSON report of one or more checks run by one command: the first
+/// check's report ([`json`]), whose `ok` then covers every check, with the
+/// reports of the checks after it in `then` (the default check's lifecycle
+/// bounds). One check prints exactly [`json`].
+pub fn json_runs(reports: &[Report]) -> serde_json::Value {
+    let Some((first, rest)) = reports.split_first() else {
+        return serde_json::Value::Null;
+    };
+    let mut value = json(first);
+    if !rest.is_empty() {
+        value["ok"] = reports.iter().all(Report::ok).into();
+        value["then"] = rest.iter().map(json).collect();
+    }
+    value
+}
+
 /// A progress snapshot as the `progress:` line both command lines print on
 /// stderr.
 pub fn progress_line(p: &Progress) -> String {
