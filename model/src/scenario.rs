@@ -167,13 +167,15 @@ impl Bounds {
         }
     }
 
-    /// Reload (H-12) and dependencies (H-13): three extensions (`b`
-    /// depending on the manifest extension `m`, discovered late), one
-    /// reload, the cycle batch, every fault point, with one tool, hook and
-    /// disposer per activation and two requests, so that the product with
-    /// the other inputs stays small (`check --lifecycle`; see
+    /// Reload (H-12), dependencies (H-13) and providers (M-8): three
+    /// extensions (`b` depending on the manifest extension `m`, discovered
+    /// late), one reload, the cycle batch, providers, every fault point, a
+    /// withdrawn request, a hung activation and late registrations, with
+    /// one tool, hook and disposer per activation and two requests, so that
+    /// the product with the other inputs stays small. The default check's
+    /// second search (`check`, or `check --lifecycle` alone; see
     /// `docs/model-checking.md` for why these are not in the default
-    /// bounds yet).
+    /// bounds).
     pub fn lifecycle() -> Self {
         Self {
             extensions: 3,
@@ -182,9 +184,9 @@ impl Bounds {
             hooks: 1,
             disposers: 1,
             ops: 2,
-            withdraws: 0,
-            late: false,
-            hangs: 0,
+            withdraws: 1,
+            late: true,
+            hangs: 1,
             refused: 3,
             cleanup_failures: 2,
             tool_names: vec!["x".into()],

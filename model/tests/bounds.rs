@@ -1,8 +1,10 @@
 //! The default bounds are the main job's contract: the `bounds` object that
 //! `check --json` prints must not change when the model gets faster
 //! (issue 10: a reduction may only remove states, never bounds). Issue 11
-//! added two inputs, off by default (`reloads`, `dependency`; see
-//! `docs/model-checking.md`, "Reload and dependencies").
+//! added three inputs, off in these bounds (`reloads`, `dependency`,
+//! `providers`), which the default check explores in its second search,
+//! the lifecycle bounds (`docs/model-checking.md`, "Reload, dependencies
+//! and providers").
 
 use exthost_model::Bounds;
 

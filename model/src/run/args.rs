@@ -76,11 +76,12 @@ impl Options {
 /// default check).
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct BoundsArgs {
-    /// Start from the small bounds `cargo test` uses (about 25 s).
+    /// Start from the small bounds `cargo test` uses (about 2 s).
     #[arg(long, conflicts_with = "lifecycle")]
     pub ci: bool,
-    /// Start from the reload and dependency bounds (H-12, H-13: one reload,
-    /// `b` depending on `m`, the cycle batch; about 20 s).
+    /// Start from the lifecycle bounds alone (H-12, H-13, M-8: one reload,
+    /// `b` depending on `m`, the cycle batch, providers; about 9 s), the
+    /// default check's second search.
     #[arg(long)]
     pub lifecycle: bool,
     /// Extensions in total (the last is the manifest extension `m`).
