@@ -142,23 +142,6 @@ pub struct Contribution {
     pub providers: Vec<ProviderRecord>,
 }
 
-impl Contribution {
-    /// Drops what is published or publishable (tools, hooks, providers)
-    /// and keeps the disposers, which a cleanup still runs. Returns the
-    /// handles of the dropped tools and hooks, for the driver to forget.
-    /// A rollback does this before its first step (nothing of it was
-    /// published); the shutdown does it for every active contribution when
-    /// it empties the registry.
-    pub fn release_unpublished(&mut self) -> (Vec<ToolRef>, Vec<HookRef>) {
-        let tools = std::mem::take(&mut self.tools)
-            .into_iter()
-            .map(|(t, _)| t)
-            .collect();
-        self.providers.clear();
-        (tools, std::mem::take(&mut self.hooks))
-    }
-}
-
 /// An extension in lifecycle state `S`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension<S> {

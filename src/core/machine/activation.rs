@@ -28,7 +28,7 @@ use crate::id::validate_id_segment;
 use super::declarations::check_declarations;
 use super::state::{
     Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Purpose, Running,
-    cancelled_cause, cleanup_plan, without_dormant_descriptors,
+    cancelled_cause, cleanup_plan, release_unpublished, without_dormant_descriptors,
 };
 
 impl HostCore {
@@ -333,12 +333,8 @@ impl HostCore {
     }
 
     /// H-5: roll back everything the attempt staged: its disposers in reverse
-    /// registration order, then the instance's `dispose` if it has one.
-    /// Its staged tools and hooks, which were never published and which no
-    /// step of the rollback reads, are forgotten before its first step
-    /// (and its providers dropped); the rollback keeps only its context and
-    /// disposers, so rollbacks of attempts that staged different tools are
-    /// one state of the host.
+    /// registration order, then the instance's `dispose` if it has one. Its
+    /// staged tools and hooks, never published, are forgotten first.
     fn start_rollback(
         &mut self,
         mut a: Activation,
@@ -358,19 +354,11 @@ impl HostCore {
             return self.finish_rollback(a, cause, Vec::new());
         };
         let first = cleanup.current().clone();
-        let (tools, hooks) = a.extension.state_mut().staged.release_unpublished();
+        let released = release_unpublished(&mut a.extension.state_mut().staged);
         a.step = ActivationStep::Rollback { cause, cleanup };
         let op = a.op;
         self.running = Some(Running::Activation(a));
-        let mut effects = Vec::with_capacity(2);
-        if !tools.is_empty() || !hooks.is_empty() {
-            effects.push(Effect::Forget {
-                contexts: Vec::new(),
-                tools,
-                hooks,
-                disposers: Vec::new(),
-            });
-        }
+        let mut effects: Vec<Effect> = released.into_iter().collect();
         effects.push(Effect::RunCleanup { op, step: first });
         effects
     }

@@ -15,7 +15,9 @@ use crate::core::mutant::Mutant;
 use crate::core::outcome::{Failure, OpOutcome, StepFailure};
 use crate::core::protocol::Effect;
 
-use super::state::{Advance, CleanupCursor, Dispose, HostCore, Running, cleanup_plan};
+use super::state::{
+    Advance, CleanupCursor, Dispose, HostCore, Running, cleanup_plan, release_unpublished,
+};
 
 impl HostCore {
     pub(super) fn begin_dispose(&mut self, op: OpId) -> Vec<Effect> {
@@ -36,7 +38,7 @@ impl HostCore {
         // only those (the shell drops the handles at the end, `ForgetAll`).
         for slot in &mut self.exts {
             if let ExtensionSlot::Active(active) = slot {
-                active.state_data_mut().contribution.release_unpublished();
+                let _ = release_unpublished(&mut active.state_data_mut().contribution);
             }
         }
         let mut effects = vec![Effect::Publish];

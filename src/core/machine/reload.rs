@@ -34,7 +34,7 @@ use crate::core::registry::{Binding, Owner, ToolRegistry, ToolSpec};
 
 use super::state::{
     Activation, ActivationStep, CleanupCursor, Dispose, HostCore, Purpose, Retiring, Running,
-    cleanup_plan, without_dormant_descriptors,
+    cleanup_plan, release_unpublished, without_dormant_descriptors,
 };
 
 impl HostCore {
@@ -203,15 +203,7 @@ impl HostCore {
         // The old generation's tools and hooks left the registry: its
         // retirement reads only its context and disposers, so the rest is
         // forgotten now (a call already running holds its own handler).
-        let (tools, hooks) = old.contribution.release_unpublished();
-        if !tools.is_empty() || !hooks.is_empty() {
-            effects.push(Effect::Forget {
-                contexts: Vec::new(),
-                tools,
-                hooks,
-                disposers: Vec::new(),
-            });
-        }
+        effects.extend(release_unpublished(&mut old.contribution));
         if let Some(skip) = self.probe_never_retire(op, &id) {
             effects.extend(skip);
             return effects;

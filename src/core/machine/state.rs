@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, VecDeque};
 use rpds::{RedBlackTreeMapSync, VectorSync};
 
 use crate::core::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
-use crate::core::lifecycle::{Activating, Cancellation, DefinitionMeta, Extension, ExtensionSlot};
+use crate::core::lifecycle::{
+    Activating, Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot,
+};
 use crate::core::mutant::Mutant;
 use crate::core::outcome::{
     CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
@@ -229,6 +231,26 @@ pub(super) fn cleanup_plan(
         .collect();
     let instance = instance.then(|| step(CleanupKind::Instance));
     disposers.into_iter().chain(instance)
+}
+
+/// Releases what a cleanup never reads of a contribution (its tools, hooks
+/// and providers; the disposers stay for the plan) and returns the
+/// `Forget` of the released handles, if there are any: a rollback sends it
+/// before its first step, a reload's commit at the swap; the shutdown
+/// drops it, the shell forgetting every handle at the end.
+pub(super) fn release_unpublished(contribution: &mut Contribution) -> Option<Effect> {
+    contribution.providers.clear();
+    let hooks = std::mem::take(&mut contribution.hooks);
+    let tools: Vec<_> = std::mem::take(&mut contribution.tools)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    (!tools.is_empty() || !hooks.is_empty()).then(|| Effect::Forget {
+        contexts: Vec::new(),
+        tools,
+        hooks,
+        disposers: Vec::new(),
+    })
 }
 
 /// The host's phase.
