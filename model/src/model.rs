@@ -70,6 +70,10 @@ pub struct HostModel {
     /// two ([`crate::symmetry`]); `None` also when the extension symmetry
     /// is switched off ([`HostModel::without_extension_symmetry`]).
     pub pair: Option<Pair>,
+    /// A seeded bug of the cleanup reduction (tests only,
+    /// [`HostModel::with_forgetful_cleanup`]): the environment also forgets
+    /// the disposers of an attempt whose rollback began.
+    pub forget_disposers: bool,
 }
 
 fn result(ok: bool, what: &str) -> Result<(), Failure> {
@@ -100,6 +104,7 @@ impl HostModel {
             pair: Pair::of(&scenario),
             scenario,
             mutant,
+            forget_disposers: false,
         }
     }
 
@@ -108,6 +113,14 @@ impl HostModel {
     /// extension symmetry saves, and to compare verdicts).
     pub fn without_extension_symmetry(mut self) -> Self {
         self.pair = None;
+        self
+    }
+
+    /// The same model with a seeded bug of the cleanup reduction: once a
+    /// rollback begins, the environment forgets the attempt's disposers
+    /// too, which the rollback still runs (tests only; INV-2 must catch it).
+    pub fn with_forgetful_cleanup(mut self) -> Self {
+        self.forget_disposers = true;
         self
     }
 
@@ -328,6 +341,9 @@ impl HostModel {
             for a in &mut env.running {
                 if a.context == step.context && a.publishes() {
                     a.keep_cleanup_only();
+                }
+                if a.context == step.context && self.forget_disposers {
+                    a.disposers.clear();
                 }
             }
         }

@@ -89,6 +89,24 @@ fn the_real_core_satisfies_every_invariant_with_the_other_tool_names() {
     }
 }
 
+/// The cleanup reduction (a rollback, the shutdown and a retirement forget
+/// what they never read) is judged by the invariants that read what is
+/// kept: a seeded bug that forgets the disposers of a rolling-back attempt
+/// as well breaks INV-2 on the real core.
+#[test]
+fn a_cleanup_reduction_that_forgets_the_disposers_is_caught() {
+    let model = HostModel::new(Bounds::ci()).with_forgetful_cleanup();
+    let checker = model.checker().threads(2).spawn_dfs().join();
+    let discoveries = checker.discoveries();
+    assert!(
+        discoveries.contains_key("INV-2"),
+        "the seeded bug went unnoticed: {:?}",
+        discoveries.keys().collect::<Vec<_>>()
+    );
+    // Without the bug the same bounds hold INV-2
+    // (`the_real_core_satisfies_every_invariant_under_ci_bounds`).
+}
+
 fn assert_all_ok(report: &run::Report) {
     assert!(report.complete);
     let failures: Vec<String> = report
