@@ -344,6 +344,29 @@ fn resources_a_symlink_escaping_its_root_fails_closed_with_exit_1() {
 /// Small bounds, a partial search: fast in a debug build.
 const SMALL: [&str; 3] = ["--ci", "--max-depth", "4"];
 
+/// Runs `exthost` with `args`, expects the exit status `code`, and parses
+/// its stdout as one JSON document.
+fn json_of(args: &[&str], code: i32) -> Value {
+    let out = exthost()
+        .args(args)
+        .assert()
+        .code(code)
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("stdout is one JSON document")
+}
+
+/// The names of a check report's properties, in the report's order.
+fn property_names(r: &Value) -> Vec<&str> {
+    r["properties"]
+        .as_array()
+        .expect("properties")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect()
+}
+
 #[test]
 fn check_prints_readable_bounds_and_each_property_with_its_meaning() {
     exthost()
@@ -365,23 +388,17 @@ fn check_prints_readable_bounds_and_each_property_with_its_meaning() {
 #[test]
 fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
     let run = |extra: &[&str]| {
-        let out = exthost()
-            .args([
-                "check",
-                "--ci",
-                "--max-depth",
-                "9",
-                "--threads",
-                "1",
-                "--json",
-            ])
-            .args(extra)
-            .assert()
-            .code(0)
-            .get_output()
-            .stdout
-            .clone();
-        serde_json::from_slice::<Value>(&out).expect("stdout is one JSON document")
+        let mut args = vec![
+            "check",
+            "--ci",
+            "--max-depth",
+            "9",
+            "--threads",
+            "1",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json_of(&args, 0)
     };
     let with = run(&[]);
     let without = run(&["--no-extension-symmetry"]);
@@ -409,14 +426,7 @@ fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
 fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
     // No preset and no bound: the default check, two searches in one
     // command (cut at depth 3 here to stay fast).
-    let out = exthost()
-        .args(["check", "--max-depth", "3", "--json"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    let r = json_of(&["check", "--max-depth", "3", "--json"], 0);
     assert_eq!(
         r["bounds"],
         serde_json::to_value(exthost_model::Bounds::default()).unwrap()
@@ -427,18 +437,13 @@ fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
         then[0]["bounds"],
         serde_json::to_value(exthost_model::Bounds::lifecycle()).unwrap()
     );
-    let names = |r: &Value| -> Vec<String> {
-        r["properties"]
-            .as_array()
-            .expect("properties")
-            .iter()
-            .filter_map(|p| p["name"].as_str().map(str::to_owned))
-            .collect()
-    };
     // Between them, the two checks judge every invariant.
-    let judged: Vec<String> = names(&r).into_iter().chain(names(&then[0])).collect();
+    let judged: Vec<&str> = property_names(&r)
+        .into_iter()
+        .chain(property_names(&then[0]))
+        .collect();
     for inv in exthost_model::properties::INVARIANTS {
-        assert!(judged.iter().any(|n| n == inv), "{inv} is judged");
+        assert!(judged.contains(&inv), "{inv} is judged");
     }
     // The text report says which check is which.
     exthost()
@@ -452,14 +457,7 @@ fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
             "(check 2 of 2: the lifecycle bounds",
         ));
     // Any preset or bound makes it one check.
-    let out = exthost()
-        .args(["check", "--max-depth", "3", "--hooks", "1", "--json"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    let r = json_of(&["check", "--max-depth", "3", "--hooks", "1", "--json"], 0);
     assert!(r.get("then").is_none(), "{r}");
 }
 
@@ -467,8 +465,8 @@ fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
 fn a_default_check_that_fails_in_its_second_search_fails() {
     // A lifecycle mutant is not in the default bounds; the default check
     // still catches it, in its lifecycle search.
-    let out = exthost()
-        .args([
+    let r = json_of(
+        &[
             "check",
             "--mutant",
             "ReloadNeverRetiresOld",
@@ -476,13 +474,9 @@ fn a_default_check_that_fails_in_its_second_search_fails() {
             "--max-depth",
             "12",
             "--json",
-        ])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+        ],
+        1,
+    );
     assert_eq!(r["ok"], false);
     let lifecycle = &r["then"][0];
     assert_eq!(lifecycle["ok"], false);
@@ -498,16 +492,7 @@ fn a_default_check_that_fails_in_its_second_search_fails() {
 
 #[test]
 fn check_json_follows_the_documented_schema() {
-    let out = exthost()
-        .arg("check")
-        .args(SMALL)
-        .arg("--json")
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    let r = json_of(&[&["check"][..], &SMALL, &["--json"]].concat(), 0);
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["ok"], true);
     assert_eq!(r["mutant"], Value::Null);
@@ -523,34 +508,19 @@ fn check_json_follows_the_documented_schema() {
         assert!(r["totals"][key].is_number(), "totals.{key}");
     }
     let properties = r["properties"].as_array().expect("properties");
-    let names: Vec<&str> = properties
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let names = property_names(&r);
     // INV-11 (reload) and INV-13 (dependencies) are listed only where the
     // bounds exercise them: `--lifecycle`.
     let lifecycle = |inv: &str| inv.starts_with("INV-11") || inv.starts_with("INV-13");
     for inv in exthost_model::properties::INVARIANTS {
         assert_eq!(names.contains(&inv), !lifecycle(inv), "{inv} in the report");
     }
-    let out = exthost()
-        .args(["check", "--lifecycle", "--max-depth", "4", "--json"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    let lifecycle_report = json_of(&["check", "--lifecycle", "--max-depth", "4", "--json"], 0);
     assert_eq!(
-        r["search"]["extension_symmetry"], false,
+        lifecycle_report["search"]["extension_symmetry"], false,
         "b depends on m: no two extensions are interchangeable"
     );
-    let listed: Vec<&str> = r["properties"]
-        .as_array()
-        .expect("properties")
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let listed = property_names(&lifecycle_report);
     for inv in exthost_model::properties::INVARIANTS {
         assert!(listed.contains(&inv), "{inv} is in the --lifecycle report");
     }

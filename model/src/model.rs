@@ -317,48 +317,51 @@ impl HostModel {
             }
         }
         if env.dispose_begun {
-            // Calls start only before the shutdown begins.
+            // Calls start only before the shutdown begins, and INV-1 no
+            // longer reads the publication order.
             env.calls_left = 0;
-            // The shutdown emptied the registry: INV-1 and INV-11a no longer
-            // read the active generations' tools, hooks, providers or
-            // publication order, and the shutdown's cleanup (INV-3) reads
-            // only their contexts and disposers. The tool a caller calls
-            // right after the shutdown is chosen now, while it is known.
-            if env.active.iter().any(|a| a.publishes()) {
-                if self.scenario.bounds.calls > 0 {
-                    env.call_target = Some(self.tool_after_shutdown(&*env));
-                }
-                for a in &mut env.active {
-                    Arc::make_mut(a).keep_cleanup_only();
-                }
-            }
             env.published.clear();
         }
-        // A rollback reads only its attempt's context and disposers (INV-2):
-        // what the attempt registered besides is forgotten, as the core
-        // forgets it.
-        if let Some(Awaiting::Cleanup(_, step)) = s.core.awaiting() {
-            for a in &mut env.running {
-                if a.context == step.context && a.publishes() {
+        self.forget_what_cleanups_never_read(s);
+        if s.env.disposed {
+            // INV-1 and INV-3 no longer read the committed activations.
+            s.env.active.clear();
+        }
+    }
+    /// The cleanup reduction (`docs/model-checking.md`, "A cleanup keeps
+    /// only what it runs"): once the shutdown began, the active
+    /// generations keep only their contexts and disposers (the tool called
+    /// after the shutdown is chosen first, while it is known); a rolling
+    /// back attempt and a retiring generation keep the same, as the core
+    /// does. INV-1, INV-11a, INV-2, INV-3 and INV-11c read nothing else of
+    /// them from these points on.
+    fn forget_what_cleanups_never_read(&self, s: &mut State) {
+        let env = &mut s.env;
+        if env.dispose_begun && env.active.iter().any(|a| a.publishes()) {
+            if self.scenario.bounds.calls > 0 {
+                env.call_target = Some(self.tool_after_shutdown(env));
+            }
+            for a in &mut env.active {
+                Arc::make_mut(a).keep_cleanup_only();
+            }
+        }
+        if !env.running.is_empty()
+            && let Some(Awaiting::Cleanup(_, step)) = s.core.awaiting()
+        {
+            for a in env.running.iter_mut().filter(|a| a.context == step.context) {
+                if a.publishes() {
                     a.keep_cleanup_only();
                 }
-                if a.context == step.context && self.forget_disposers {
+                if self.forget_disposers {
                     a.disposers.clear();
                 }
             }
         }
-        // So does a reload's retirement of its old generation (INV-11c).
-        if let Some(old) = &mut env.retiring
-            && old.publishes()
-        {
+        if let Some(old) = &mut env.retiring {
             old.keep_cleanup_only();
         }
-        if env.disposed {
-            // INV-1 and INV-3 no longer read the committed activations.
-            env.active.clear();
-            env.published.clear();
-        }
     }
+
     /// Applies `action` to a copy of `last` and observes the effects,
     /// without renaming handles (the checker's [`Model::next_state`] is
     /// this step followed by [`State::canonicalize`]). Returns `None` only

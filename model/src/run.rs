@@ -162,7 +162,7 @@ pub fn check_command(
     let plan = args.plan()?;
     let io = |e: std::io::Error| e.to_string();
     let mut reports = Vec::new();
-    for (i, options) in plan.iter().enumerate() {
+    for (i, (what, options)) in plan.iter().enumerate() {
         if !args.json {
             if i > 0 {
                 writeln!(out).map_err(io)?;
@@ -176,13 +176,9 @@ pub fn check_command(
                         "mutant {}",
                         MutantCase::of(m).name
                     )),
-                match (plan.len(), i) {
-                    (1, _) => String::new(),
-                    (n, 0) => format!(" (check 1 of {n}: the default bounds)"),
-                    (n, i) => format!(
-                        " (check {} of {n}: the lifecycle bounds, reload, dependency, providers)",
-                        i + 1
-                    ),
+                match plan.len() {
+                    1 => String::new(),
+                    n => format!(" (check {} of {n}: {what})", i + 1),
                 },
                 bounds_text(&options.bounds)
             )

@@ -263,14 +263,22 @@ impl CheckArgs {
     /// every property (their product is too large for one search, see
     /// `docs/model-checking.md`). Otherwise the one check the bounds
     /// describe.
-    pub fn plan(&self) -> Result<Vec<Options>, String> {
+    /// Each check comes with what its bounds are (for the text report's
+    /// heading).
+    pub fn plan(&self) -> Result<Vec<(&'static str, Options)>, String> {
         let first = self.options()?;
         if !self.bounds.is_default() {
-            return Ok(vec![first]);
+            return Ok(vec![("", first)]);
         }
         let mut lifecycle = first.clone();
         lifecycle.bounds = Bounds::lifecycle();
-        Ok(vec![first, lifecycle])
+        Ok(vec![
+            ("the default bounds", first),
+            (
+                "the lifecycle bounds, reload, dependency, providers",
+                lifecycle,
+            ),
+        ])
     }
 
     /// The options these arguments describe, or why they are unusable.

@@ -186,7 +186,7 @@ impl HostCore {
         self.registry = candidate;
         // The old generation's data moves into `Retiring`: the rest of the
         // old value (its definition and attempt count) is dropped here.
-        let old = {
+        let mut old = {
             let mut old = old;
             let data = old.state_data_mut();
             Active {
@@ -198,7 +198,6 @@ impl HostCore {
         if hooked(&old) || self.exts[slot].active().is_some_and(|e| hooked(e.state())) {
             self.hooks = self.hooks_in_activation_order();
         }
-        let mut old = old;
         let mut effects = vec![Effect::Publish];
         // The old generation's tools and hooks left the registry: its
         // retirement reads only its context and disposers, so the rest is
