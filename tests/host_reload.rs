@@ -24,6 +24,8 @@ struct Plan {
     factory_fails: bool,
     activate_fails: bool,
     hangs: bool,
+    /// A second disposer, `g<n>:disposer2`, registered after the first.
+    second_disposer: bool,
     /// Its tools wait for this gate before answering.
     gate: Option<Arc<tokio::sync::Semaphore>>,
 }
@@ -88,6 +90,13 @@ impl Extension for Generation {
                 log.push(format!("g{n}:disposer"));
                 Ok(())
             })?;
+            if self.plan.second_disposer {
+                let log = self.log.clone();
+                cx.on_dispose(move || async move {
+                    log.push(format!("g{n}:disposer2"));
+                    Ok(())
+                })?;
+            }
             for name in &self.plan.tools {
                 let gate = self.plan.gate.clone();
                 let log = self.log.clone();
@@ -615,4 +624,125 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
         "the live generation is not cleaned up"
     );
     within(host.dispose()).await.unwrap();
+}
+
+/// A fresh generation of a manifest extension that registers only some of
+/// its declared tools (a subset of the old generation's, which the reload's
+/// in-place fast path could build) is a declaration mismatch (M-5): it is
+/// rolled back and the old generation stays live, whole. A fast path that
+/// ran before the declaration check would commit it (the model's mutant
+/// `ReloadFastPathBeforeDeclarations`).
+#[tokio::test]
+async fn a_reload_dropping_a_declared_tool_keeps_the_old_generation() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let m = Versioned::new("m", &log, |n| Plan {
+        tools: if n == 1 { vec!["t", "u"] } else { vec!["t"] },
+        ..Plan::default()
+    });
+    let declared = ["t", "u"]
+        .map(|t| ToolDescriptor::new(t, "generation 1", json!({"type": "object"})))
+        .to_vec();
+    host.discover([m.definition().with_declared_tools(declared)])
+        .unwrap();
+    within(host.activate("m")).await.unwrap();
+    let before = api_names(&host);
+    log.take();
+    let err = within(host.reload("m")).await.unwrap_err();
+    assert_eq!(
+        err.cause_code(),
+        Some("declared_tool_not_registered"),
+        "{err}"
+    );
+    // The old generation stays: both declared tools, live, same API names,
+    // answering as generation 1; only the fresh generation was cleaned up.
+    assert_eq!(api_names(&host), before);
+    for name in ["m:t", "m:u"] {
+        let tool = host.tools().get(name).expect("still published");
+        assert!(!tool.dormant, "{name}");
+        assert_eq!(&*tool.description, "generation 1");
+        assert_eq!(
+            within(host.call_tool(name, json!({}))).await.unwrap(),
+            json!({"generation": 1})
+        );
+    }
+    assert_eq!(
+        log.take(),
+        [
+            "g2:factory",
+            "g2:activate",
+            "g2:disposer",
+            "g2:dispose",
+            "g1:call",
+            "g1:call"
+        ]
+    );
+    within(host.dispose()).await.unwrap();
+    assert_eq!(log.entries(), ["g1:disposer", "g1:dispose"]);
+}
+
+/// A reload retires its old generation like a shutdown (INV-11c, INV-3):
+/// its disposers in reverse registration order, then its instance. With
+/// two disposers forward and reverse order differ (the model's mutant
+/// `ForwardRetirement`).
+#[tokio::test]
+async fn a_reload_retires_two_disposers_in_reverse_order() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let m = Versioned::new("m", &log, |_| Plan {
+        tools: vec!["t"],
+        second_disposer: true,
+        ..Plan::default()
+    });
+    host.discover([m.definition()]).unwrap();
+    within(host.activate("m")).await.unwrap();
+    assert_eq!(log.take(), ["g1:factory", "g1:activate"]);
+    within(host.reload("m")).await.unwrap();
+    assert_eq!(
+        log.take(),
+        [
+            "g2:factory",
+            "g2:activate",
+            "g1:disposer2",
+            "g1:disposer",
+            "g1:dispose"
+        ]
+    );
+    within(host.dispose()).await.unwrap();
+    assert_eq!(log.take(), ["g2:disposer2", "g2:disposer", "g2:dispose"]);
+}
+
+/// The shutdown disposes a dependent before its dependency (H-13, INV-13b)
+/// also after the dependency was reloaded: the reload keeps its place in
+/// the activation order, so the dependent's disposer runs first, then the
+/// dependency's fresh generation.
+#[tokio::test]
+async fn a_dependent_is_disposed_before_its_reloaded_dependency() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let base = Versioned::new("base", &log, |_| Plan::default());
+    let user = {
+        let log = log.clone();
+        ExtensionDefinition::from_fn("user", move |cx| {
+            let log = log.clone();
+            async move {
+                cx.on_dispose(move || async move {
+                    log.push("user:disposer");
+                    Ok(())
+                })?;
+                Ok(())
+            }
+        })
+        .depends_on(["base"])
+    };
+    host.discover([base.definition(), user]).unwrap();
+    within(host.activate("user")).await.unwrap();
+    within(host.reload("base")).await.unwrap();
+    assert_eq!(host.status("user"), Some(Status::Active));
+    log.take();
+    within(host.dispose()).await.unwrap();
+    assert_eq!(
+        log.entries(),
+        ["user:disposer", "g2:disposer", "g2:dispose"]
+    );
 }

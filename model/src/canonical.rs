@@ -186,6 +186,11 @@ impl Env {
         if let Some(context) = self.last_attempt {
             set.add(context);
         }
+        let f = &self.forgotten;
+        f.contexts.iter().for_each(|h| set.add(*h));
+        f.tools.iter().for_each(|h| set.add(*h));
+        f.hooks.iter().for_each(|h| set.add(*h));
+        f.disposers.iter().for_each(|h| set.add(*h));
         for c in &self.cleanup {
             cleanup_handles(c, set);
         }
@@ -223,6 +228,11 @@ impl Env {
         if let Some(context) = &mut self.last_attempt {
             *context = r.rename(*context);
         }
+        let f = &mut self.forgotten;
+        f.contexts.iter_mut().for_each(|h| *h = r.rename(*h));
+        f.tools.iter_mut().for_each(|h| *h = r.rename(*h));
+        f.hooks.iter_mut().for_each(|h| *h = r.rename(*h));
+        f.disposers.iter_mut().for_each(|h| *h = r.rename(*h));
         for c in &mut self.cleanup {
             rename_cleanup(c, r);
         }

@@ -21,6 +21,7 @@ mod observe;
 
 use std::sync::Arc;
 
+use exthost::core::canonical::{Handle, HandleKind, HandleSet};
 use exthost::core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect,
     Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered,
@@ -82,6 +83,24 @@ fn result(ok: bool, what: &str) -> Result<(), Failure> {
     } else {
         Err(Failure::error(format!("{what} failed")))
     }
+}
+
+/// Keeps of the handles the core told the shell to forget only those its
+/// state still holds: a handle it no longer holds is never named again.
+fn prune_forgotten(s: &mut State) {
+    if s.env.forgotten.is_empty() {
+        return;
+    }
+    let mut set = HandleSet::new();
+    s.core.handles(&mut set);
+    fn keep<H: Handle>(list: &mut Vec<H>, held: &[u64]) {
+        list.retain(|h| held.binary_search(&h.raw()).is_ok());
+    }
+    let f = &mut s.env.forgotten;
+    keep(&mut f.contexts, &set.of(HandleKind::Context));
+    keep(&mut f.tools, &set.of(HandleKind::Tool));
+    keep(&mut f.hooks, &set.of(HandleKind::Hook));
+    keep(&mut f.disposers, &set.of(HandleKind::Disposer));
 }
 
 fn clamp(n: usize) -> u8 {
@@ -323,6 +342,7 @@ impl HostModel {
             env.published.clear();
         }
         self.forget_what_cleanups_never_read(s);
+        prune_forgotten(s);
         if s.env.disposed {
             // INV-1 and INV-3 no longer read the committed activations.
             s.env.active.clear();

@@ -19,10 +19,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-/// `Mutant::SuffixNotCheckedFree` is not here: only a three-way API-name
-/// collision shows it, which the default bounds do not reach; the registry
-/// property test (`proptests/tests/registry.rs`) catches it.
-pub const MUTANTS: [MutantCase; 21] = [
+pub const MUTANTS: [MutantCase; 28] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -114,6 +111,12 @@ pub const MUTANTS: [MutantCase; 21] = [
         summary: "the registry never frees an API name on removal",
     },
     MutantCase {
+        mutant: Mutant::SuffixNotCheckedFree,
+        name: "SuffixNotCheckedFree",
+        breaks: &["INV-10"],
+        summary: "the registry takes the suffix _2 without checking that it is free",
+    },
+    MutantCase {
         mutant: Mutant::DependencyIgnored,
         name: "DependencyIgnored",
         breaks: &["INV-13a"],
@@ -148,6 +151,42 @@ pub const MUTANTS: [MutantCase; 21] = [
         name: "ProviderPublishedBeforeValidation",
         breaks: &["INV-1"],
         summary: "a staged provider goes live at registration, before validation",
+    },
+    MutantCase {
+        mutant: Mutant::ReloadFastPathBeforeDeclarations,
+        name: "ReloadFastPathBeforeDeclarations",
+        breaks: &["INV-1"],
+        summary: "a reload's in-place fast path runs before the declaration check (M-5)",
+    },
+    MutantCase {
+        mutant: Mutant::ForwardRetirement,
+        name: "ForwardRetirement",
+        breaks: &["INV-11c"],
+        summary: "a reload cleans its old generation up in registration order",
+    },
+    MutantCase {
+        mutant: Mutant::ShutdownLeavesProviders,
+        name: "ShutdownLeavesProviders",
+        breaks: &["INV-1"],
+        summary: "shutdown empties the tools but leaves the providers live",
+    },
+    MutantCase {
+        mutant: Mutant::ProviderCheckOnlyWhenRegistered,
+        name: "ProviderCheckOnlyWhenRegistered",
+        breaks: &["INV-1"],
+        summary: "the provider declaration check runs only when a provider was registered",
+    },
+    MutantCase {
+        mutant: Mutant::ReloadRederivesApiName,
+        name: "ReloadRederivesApiName",
+        breaks: &["INV-10"],
+        summary: "a reload's in-place replacement re-derives a tool's API name",
+    },
+    MutantCase {
+        mutant: Mutant::EarlyForgetNamesDisposers,
+        name: "EarlyForgetNamesDisposers",
+        breaks: &["protocol"],
+        summary: "a rollback's early Forget also names the disposers it is about to run",
     },
 ];
 
@@ -263,6 +302,42 @@ impl MutantCase {
                 b.manifest = true;
                 b.tools = 2;
                 b.tool_names = vec!["m_x".into(), "m.x".into()];
+            }
+            Mutant::ReloadFastPathBeforeDeclarations => {
+                // The manifest extension alone, reloaded: a fresh
+                // generation that registers none of its tools.
+                b.extensions = 1;
+                b.manifest = true;
+                b.tools = 1;
+                b.reloads = 1;
+            }
+            Mutant::ForwardRetirement => {
+                b.extensions = 1;
+                b.disposers = 2;
+                b.reloads = 1;
+            }
+            Mutant::ShutdownLeavesProviders => {
+                b.extensions = 1;
+                b.providers = true;
+            }
+            Mutant::ProviderCheckOnlyWhenRegistered => {
+                // The manifest extension alone, declaring the provider `p`.
+                b.extensions = 1;
+                b.manifest = true;
+                b.tools = 1;
+                b.providers = true;
+            }
+            Mutant::ReloadRederivesApiName => {
+                // `a`'s `m_x` takes the suffix `m_x_2` once `m:x` holds
+                // `m_x`; then `a` is reloaded.
+                b.manifest = true;
+                b.tools = 1;
+                b.tool_names = vec!["m_x".into()];
+                b.reloads = 1;
+            }
+            Mutant::EarlyForgetNamesDisposers => {
+                b.extensions = 1;
+                b.disposers = 1;
             }
         }
         b

@@ -368,6 +368,35 @@ pub struct Env {
     pub note: Option<Note>,
     /// Transition invariants found broken.
     pub violations: Violations,
+    /// The handles the core told the shell to forget (`Effect::Forget`)
+    /// that its state still holds: a later effect that names one is a
+    /// `protocol` violation. A handle the core no longer holds cannot be
+    /// named again, so it is dropped from here after each step (for the
+    /// real core this is empty in every stored state).
+    pub forgotten: Forgotten,
+}
+
+/// Handles the core told the shell to forget, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Forgotten {
+    /// Contexts (instances).
+    pub contexts: Vec<ContextId>,
+    /// Tool handlers.
+    pub tools: Vec<ToolRef>,
+    /// Hooks.
+    pub hooks: Vec<HookRef>,
+    /// Disposers.
+    pub disposers: Vec<DisposerRef>,
+}
+
+impl Forgotten {
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.contexts.is_empty()
+            && self.tools.is_empty()
+            && self.hooks.is_empty()
+            && self.disposers.is_empty()
+    }
 }
 
 impl Env {

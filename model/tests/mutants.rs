@@ -148,6 +148,41 @@ fn provider_published_before_validation_breaks_inv1() {
 }
 
 #[test]
+fn suffix_not_checked_free_breaks_inv10() {
+    assert_caught(Mutant::SuffixNotCheckedFree);
+}
+
+#[test]
+fn reload_fast_path_before_declarations_breaks_inv1() {
+    assert_caught(Mutant::ReloadFastPathBeforeDeclarations);
+}
+
+#[test]
+fn forward_retirement_breaks_inv11c() {
+    assert_caught(Mutant::ForwardRetirement);
+}
+
+#[test]
+fn shutdown_leaves_providers_breaks_inv1() {
+    assert_caught(Mutant::ShutdownLeavesProviders);
+}
+
+#[test]
+fn provider_check_only_when_registered_breaks_inv1() {
+    assert_caught(Mutant::ProviderCheckOnlyWhenRegistered);
+}
+
+#[test]
+fn reload_rederives_api_name_breaks_inv10() {
+    assert_caught(Mutant::ReloadRederivesApiName);
+}
+
+#[test]
+fn early_forget_names_disposers_breaks_protocol() {
+    assert_caught(Mutant::EarlyForgetNamesDisposers);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

@@ -47,9 +47,7 @@ pub enum Mutant {
     /// dormant descriptor's live tool gets another one (INV-10).
     NeverFreeApiName,
     /// The registry takes the first collision suffix (`_2`) without checking
-    /// that it is free, which only a three-way collision shows (INV-10). The
-    /// model's bounds reach two-way collisions only: the registry property
-    /// test (`proptests/tests/registry.rs`) catches this one.
+    /// that it is free, which only a three-way collision shows (INV-10).
     SuffixNotCheckedFree,
     /// Activation ignores dependencies: an extension activates while its
     /// dependencies are not active (H-13).
@@ -69,4 +67,24 @@ pub enum Mutant {
     /// is validated: an activation that then fails leaves it live (INV-1,
     /// M-8).
     ProviderPublishedBeforeValidation,
+    /// A reload's fast path (the in-place replacement of a subset of the
+    /// old tools) runs before the declaration check, so a fresh generation
+    /// of a manifest extension that drops a declared tool commits (M-5).
+    ReloadFastPathBeforeDeclarations,
+    /// A reload cleans its old generation up in registration order
+    /// (INV-11).
+    ForwardRetirement,
+    /// Shutdown empties the registry's tools but leaves its providers live
+    /// (INV-1, M-8).
+    ShutdownLeavesProviders,
+    /// The provider declaration check runs only when a provider was
+    /// registered, so a manifest extension that registers none of its
+    /// declared providers commits (M-5, M-8).
+    ProviderCheckOnlyWhenRegistered,
+    /// A reload's in-place replacement re-derives a tool's API name from
+    /// its runtime name instead of keeping it (M-6, INV-10).
+    ReloadRederivesApiName,
+    /// A rollback's early `Forget` also names the disposers it is about to
+    /// run (the shell would drop them before running them).
+    EarlyForgetNamesDisposers,
 }

@@ -334,7 +334,10 @@ impl ToolRegistry {
         {
             return Ok(false);
         }
-        let (old_seq, api_name) = (entry.seq, entry.api_name.clone());
+        let (old_seq, mut api_name) = (entry.seq, entry.api_name.clone());
+        if self.mutant(Mutant::ReloadRederivesApiName) {
+            api_name = api_name_base(&spec.name);
+        }
         self.order.remove_mut(&old_seq);
         self.publish_last(spec, api_name, owner.clone(), binding);
         Ok(true)
@@ -357,7 +360,11 @@ impl ToolRegistry {
         let next_seq = self.next_seq;
         *self = Self {
             next_seq,
-            providers: self.providers.cleared(),
+            providers: if self.mutant(Mutant::ShutdownLeavesProviders) {
+                self.providers.clone()
+            } else {
+                self.providers.cleared()
+            },
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
             ..Self::default()

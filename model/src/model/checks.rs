@@ -74,18 +74,26 @@ fn check_statuses(before: &HostCore, s: &mut State) {
 }
 
 /// INV-10 (M-6): a tool's API name never changes while it stays live, nor
-/// when its dormant descriptor goes live.
+/// when its dormant descriptor goes live, nor when a reload swaps in a
+/// fresh generation that registers it again (the same owner, a new handle).
 fn check_api_names(before: &HostCore, s: &mut State) {
     let old = before.registry();
     for entry in s.core.registry().iter() {
+        let reloaded = |prev: &exthost::core::RegistryEntry| {
+            matches!(prev.binding, Binding::Live(_))
+                && matches!(entry.binding, Binding::Live(_))
+                && prev.owner == entry.owner
+        };
         if let Some(prev) = old.get(&entry.name)
-            && (prev.binding == entry.binding || prev.binding == Binding::Dormant)
+            && (prev.binding == entry.binding || prev.binding == Binding::Dormant || reloaded(prev))
             && prev.api_name != entry.api_name
         {
             let when = if prev.binding == entry.binding {
                 "while live"
-            } else {
+            } else if prev.binding == Binding::Dormant {
                 "when its dormant descriptor went live"
+            } else {
+                "when a reload registered it again"
             };
             Violations::record(
                 &mut s.env.violations.inv10,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use exthost::core::{Effect, HostCore, OpId, OpKind, OpOutcome, Status};
+use exthost::core::{CleanupKind, ContextId, Effect, HostCore, OpId, OpKind, OpOutcome, Status};
 
 use super::HostModel;
 use crate::action::Action;
@@ -34,6 +34,7 @@ impl HostModel {
             }
         };
         for effect in effects {
+            check_not_forgotten(env, &effect);
             match effect {
                 Effect::CallFactory {
                     op,
@@ -134,7 +135,21 @@ impl HostModel {
                     });
                 }
                 Effect::Publish => self.observe_commits(env, core),
-                Effect::Forget { .. } | Effect::ForgetAll => {}
+                Effect::Forget {
+                    contexts,
+                    tools,
+                    hooks,
+                    disposers,
+                } => {
+                    // Recorded: a later effect that names one of these is a
+                    // protocol violation (the shell dropped it).
+                    let f = &mut env.forgotten;
+                    f.contexts.extend(contexts);
+                    f.tools.extend(tools);
+                    f.hooks.extend(hooks);
+                    f.disposers.extend(disposers);
+                }
+                Effect::ForgetAll => {}
                 Effect::Settle { op, outcome } => settle(env, op, outcome),
                 Effect::CancelCalls { calls } => {
                     for call in calls {
@@ -158,6 +173,42 @@ impl HostModel {
                 }
             }
         }
+    }
+}
+
+/// `protocol`: an effect must not name a handle the core already told the
+/// shell to forget (`Effect::Forget`): the shell has dropped it.
+fn check_not_forgotten(env: &mut Env, effect: &Effect) {
+    let f = &env.forgotten;
+    if f.is_empty() {
+        return;
+    }
+    let context = |c: &ContextId| f.contexts.contains(c).then(|| c.to_string());
+    let named = match effect {
+        Effect::CallFactory { context: c, .. }
+        | Effect::RunActivate { context: c, .. }
+        | Effect::Cancel { context: c } => context(c),
+        Effect::RunHook { hooks, next, .. } => hooks
+            .get(*next)
+            .filter(|h| f.hooks.contains(&h.hook))
+            .map(|h| h.hook.to_string()),
+        Effect::RunCleanup { step, .. } => match step.kind {
+            CleanupKind::Disposer { disposer, .. } if f.disposers.contains(&disposer) => {
+                Some(disposer.to_string())
+            }
+            CleanupKind::Instance => context(&step.context),
+            CleanupKind::Disposer { .. } => None,
+        },
+        _ => None,
+    };
+    if let Some(handle) = named {
+        Violations::record(
+            &mut env.violations.protocol,
+            format!(
+                "the core asked the shell to use {handle} after it told it to forget it \
+                 (Forget)"
+            ),
+        );
     }
 }
 

@@ -13,6 +13,53 @@ use super::outcome::show;
 use crate::scenario::Scenario;
 use crate::state::{Activation, State};
 
+/// M-5, judged by the model itself: every generation of a manifest
+/// extension the environment saw commit (activation and reload alike)
+/// accepted exactly its declared tools, and its declared providers when it
+/// declares some. The expectation is the scenario's declarations, not the
+/// core's check.
+fn declarations_held(sc: &Scenario, s: &State) -> Result<(), String> {
+    for a in &s.env.active {
+        let Some(meta) = sc.meta(&a.ext).filter(|m| m.namespaced) else {
+            continue;
+        };
+        let mut held: Vec<&str> = a.tools.iter().map(|(_, n)| n.as_str()).collect();
+        held.sort_unstable();
+        let mut declared: Vec<&str> = meta
+            .declared_tools
+            .iter()
+            .flatten()
+            .map(|d| d.name.as_str())
+            .collect();
+        declared.sort_unstable();
+        if held != declared {
+            return Err(format!(
+                "M-5: the committed generation {} of {} holds the tools {} but declares {}",
+                a.context,
+                a.ext,
+                show(&held),
+                show(&declared)
+            ));
+        }
+        if let Some(providers) = &meta.declared_providers {
+            let mut held: Vec<&str> = a.providers.iter().map(String::as_str).collect();
+            held.sort_unstable();
+            let mut declared: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
+            declared.sort_unstable();
+            if held != declared {
+                return Err(format!(
+                    "M-5: the committed generation {} of {} holds the providers {} but declares {}",
+                    a.context,
+                    a.ext,
+                    show(&held),
+                    show(&declared)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// INV-1: atomic publication.
 pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     let core = &s.core;
@@ -28,8 +75,16 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
         if !core.live_hooks().is_empty() {
             return Err("shutdown began but hooks are still live".into());
         }
+        let providers: Vec<&str> = registry.providers().map(|p| p.record.id.as_str()).collect();
+        if !providers.is_empty() {
+            return Err(format!(
+                "shutdown began but the providers {} are still live",
+                show(&providers)
+            ));
+        }
         return Ok(());
     }
+    declarations_held(sc, s)?;
     let active: BTreeSet<&str> = env.active.iter().map(|a| a.ext.as_str()).collect();
     for slot in core.extensions() {
         let is_active = slot.status() == exthost::core::Status::Active;

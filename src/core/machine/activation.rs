@@ -246,7 +246,9 @@ impl HostCore {
     fn validate_candidate(&mut self, a: &Activation) -> Result<ToolRegistry, FailureCause> {
         let meta = a.extension.meta();
         let staged = &a.extension.state().staged;
-        if let Some(declared) = &meta.declared_tools {
+        if let Some(declared) = &meta.declared_tools
+            && !self.probe_fast_path_first(a)
+        {
             check_declarations(declared, &staged.tools).map_err(FailureCause::Declaration)?;
         }
         if !meta.namespaced {
@@ -354,7 +356,8 @@ impl HostCore {
             return self.finish_rollback(a, cause, Vec::new());
         };
         let first = cleanup.current().clone();
-        let released = release_unpublished(&mut a.extension.state_mut().staged);
+        let mut released = release_unpublished(&mut a.extension.state_mut().staged);
+        self.probe_forget_disposers_early(&mut released, &a);
         a.step = ActivationStep::Rollback { cause, cleanup };
         let op = a.op;
         self.running = Some(Running::Activation(a));

@@ -18,7 +18,7 @@ use crate::core::outcome::LiveHook;
 use crate::core::protocol::{Answer, ContextClosed, Effect, Registered, Registration};
 use crate::core::registry::{Binding, Owner, ProviderRecord, ToolRegistry, ToolSpec};
 
-use super::state::HostCore;
+use super::state::{Activation, HostCore, Purpose};
 
 impl HostCore {
     /// The same core running a seeded bug.
@@ -37,6 +37,44 @@ impl HostCore {
         self.mutant(Mutant::PublishBeforeValidate)
             || self.mutant(Mutant::SkipCandidateClone)
             || self.mutant(Mutant::NeverFreeApiName)
+    }
+
+    /// `ReloadFastPathBeforeDeclarations`: a reload that the in-place fast
+    /// path can build skips the declaration check, as if the fast path
+    /// returned before it.
+    pub(super) fn probe_fast_path_first(&self, a: &Activation) -> bool {
+        self.mutant(Mutant::ReloadFastPathBeforeDeclarations)
+            && matches!(a.purpose, Purpose::Reload)
+            && self
+                .reload_in_place(a.extension.meta(), &a.extension.state().staged)
+                .is_some()
+    }
+
+    /// `EarlyForgetNamesDisposers`: the rollback's early `Forget` also
+    /// names the staged disposers it is about to run.
+    pub(super) fn probe_forget_disposers_early(
+        &self,
+        released: &mut Option<Effect>,
+        a: &Activation,
+    ) {
+        if !self.mutant(Mutant::EarlyForgetNamesDisposers) {
+            return;
+        }
+        let staged = &a.extension.state().staged.disposers;
+        if staged.is_empty() {
+            return;
+        }
+        match released {
+            Some(Effect::Forget { disposers, .. }) => disposers.extend(staged.iter().copied()),
+            _ => {
+                *released = Some(Effect::Forget {
+                    contexts: Vec::new(),
+                    tools: Vec::new(),
+                    hooks: Vec::new(),
+                    disposers: staged.clone(),
+                });
+            }
+        }
     }
 
     /// `StartBeforeSettled`: the operation that runs is set aside for the

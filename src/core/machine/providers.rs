@@ -8,6 +8,7 @@
 //! candidate, `reload.rs` to take an old generation's providers out.
 
 use crate::core::lifecycle::{Contribution, DefinitionMeta, ExtensionSlot, Status};
+use crate::core::mutant::Mutant;
 use crate::core::outcome::FailureCause;
 use crate::core::registry::{ModelRecord, Owner, ProviderRecord, ToolRegistry};
 
@@ -96,7 +97,10 @@ impl HostCore {
         staged: &Contribution,
         candidate: &mut ToolRegistry,
     ) -> Result<(), FailureCause> {
-        if let Some(declared) = &meta.declared_providers {
+        if let Some(declared) = &meta.declared_providers
+            && !(self.mutant(Mutant::ProviderCheckOnlyWhenRegistered)
+                && staged.providers.is_empty())
+        {
             check_provider_declarations(declared, &staged.providers)
                 .map_err(FailureCause::Declaration)?;
         }

@@ -28,6 +28,7 @@ use crate::core::ids::{OpId, ToolRef};
 use crate::core::lifecycle::{
     Activating, Active, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status,
 };
+use crate::core::mutant::Mutant;
 use crate::core::outcome::{LiveHook, OpOutcome, StepFailure};
 use crate::core::protocol::Effect;
 use crate::core::registry::{Binding, Owner, ToolRegistry, ToolSpec};
@@ -207,8 +208,9 @@ impl HostCore {
             effects.extend(skip);
             return effects;
         }
+        let forward = self.mutant(Mutant::ForwardRetirement);
         let steps: Vec<_> =
-            cleanup_plan(&id, old.context, &old.contribution.disposers, true, false).collect();
+            cleanup_plan(&id, old.context, &old.contribution.disposers, true, forward).collect();
         let retiring = Retiring { extension: id, old };
         match CleanupCursor::new(steps) {
             None => effects.extend(self.finish_retiring(op, retiring, Vec::new())),
