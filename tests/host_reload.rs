@@ -658,7 +658,8 @@ async fn a_reload_dropping_a_declared_tool_keeps_the_old_generation() {
     // answering as generation 1; only the fresh generation was cleaned up.
     assert_eq!(api_names(&host), before);
     for name in ["m:t", "m:u"] {
-        let tool = host.tools().get(name).expect("still published");
+        let tools = host.tools();
+        let tool = tools.get(name).expect("still published");
         assert!(!tool.dormant, "{name}");
         assert_eq!(&*tool.description, "generation 1");
         assert_eq!(

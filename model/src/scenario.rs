@@ -171,7 +171,9 @@ impl Bounds {
     /// extensions (`b` depending on the manifest extension `m`, discovered
     /// late), one reload, the cycle batch, providers, every fault point, a
     /// withdrawn request, a hung activation and late registrations, with
-    /// one tool, hook and disposer per activation and two requests, so that
+    /// one tool (from the pool `m_x`, `m.x`: suffixed API names and a
+    /// three-way collision with `m:x`, M-6), hook and disposer per
+    /// activation and two requests, so that
     /// the product with the other inputs stays small. The default check's
     /// second search (`check`, or `check --lifecycle` alone; see
     /// `docs/model-checking.md` for why these are not in the default
@@ -189,7 +191,9 @@ impl Bounds {
             hangs: 1,
             refused: 3,
             cleanup_failures: 2,
-            tool_names: vec!["x".into()],
+            // `m_x` takes a suffix against `m:x` (so a reload re-registers
+            // a suffixed name), and `m.x` makes the collision three-way.
+            tool_names: vec!["m_x".into(), "m.x".into()],
             calls: 1,
             deadlines: 1,
             losses: 1,

@@ -10,7 +10,7 @@ use stateright::{Checker, Model};
 const CI_UNIQUE_STATES: usize = 141_620;
 /// The distinct states of `check --lifecycle`, the default check's second
 /// search.
-const LIFECYCLE_UNIQUE_STATES: usize = 618_184;
+const LIFECYCLE_UNIQUE_STATES: usize = 1_441_519;
 /// The distinct states of the default bounds, the default check's first
 /// search.
 const DEFAULT_UNIQUE_STATES: usize = 1_367_951;
