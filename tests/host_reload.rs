@@ -661,7 +661,7 @@ async fn a_reload_dropping_a_declared_tool_keeps_the_old_generation() {
         let tools = host.tools();
         let tool = tools.get(name).expect("still published");
         assert!(!tool.dormant, "{name}");
-        assert_eq!(&*tool.description, "generation 1");
+        assert_eq!(tool.description, "generation 1");
         assert_eq!(
             within(host.call_tool(name, json!({}))).await.unwrap(),
             json!({"generation": 1})
