@@ -495,6 +495,10 @@ fn in_process_extensions_are_skipped_with_a_note_and_named_extensions_alone_are_
 
 #[test]
 fn a_missing_folder_or_an_unknown_extension_is_bad_usage() {
+    let help = exthost().args(["lock", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(stdout_of(&help).contains("Usage: exthost lock"));
+
     let out = exthost()
         .args(["lock", "/nonexistent/exthost-lock-dir"])
         .output()
