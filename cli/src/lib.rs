@@ -24,6 +24,8 @@
 //!   down;
 //! * `exthost resources ROOT... -- PATH`: load one resource through ordered
 //!   roots;
+//! * `exthost lock DIR [EXT...]`: start each process extension, list its
+//!   tools and pin them in its manifest (`--check`: compare only);
 //! * `exthost serve DIR`: serve a folder of extensions as one MCP stdio
 //!   server that starts each extension on the first call of its tools.
 //!
@@ -45,6 +47,7 @@ mod check;
 pub mod example;
 mod explore;
 mod inspect;
+mod lock;
 mod resources;
 mod serve;
 
@@ -84,6 +87,9 @@ enum Command {
     Call(call::CallArgs),
     /// Load one resource through ordered trusted roots.
     Resources(resources::ResourcesArgs),
+    /// Start each process extension of a folder, list its tools and pin
+    /// them in its manifest's `deferred.tools` (`--check`: compare only).
+    Lock(lock::LockArgs),
     /// Serve a folder of extensions as one MCP stdio server: every tool
     /// listed at once, each extension started on its first call.
     Serve(serve::ServeArgs),
@@ -138,6 +144,7 @@ where
         Command::Inspect(args) => inspect::run(args, out),
         Command::Call(args) => call::run(args, &factories, out, err),
         Command::Resources(args) => resources::run(args, out, err),
+        Command::Lock(args) => lock::run(args, out, err),
         Command::Serve(args) => serve::run(args, &factories, err),
     };
     match result {
