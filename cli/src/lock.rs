@@ -134,6 +134,39 @@ impl Report {
     }
 }
 
+/// SIGINT and SIGTERM, registered once so a signal that arrives between
+/// two extensions is not lost.
+struct Signals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = recv(&mut self.interrupt) => "SIGINT",
+            () = recv(&mut self.terminate) => "SIGTERM",
+        }
+    }
+}
+
 /// One manifest of the folder, loaded or not.
 struct Found {
     id: String,
@@ -162,10 +195,18 @@ pub(crate) fn run(args: &LockArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .enable_all()
         .build()
         .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
+    // SIGINT and SIGTERM stop the extension being listed: its future is
+    // dropped, and with it the host and the child's guard, which kills the
+    // child's process group (P-3); nothing is written for it or after it.
+    let mut signals = runtime.block_on(async { Signals::new() });
     let mut reports = Vec::new();
+    let mut interrupted = None;
     for f in found {
         if !args.extensions.is_empty() && !args.extensions.contains(&f.id) {
             continue;
+        }
+        if interrupted.is_some() {
+            break;
         }
         let report = match f.loaded {
             Err((code, message)) => Report::failed(f.id, f.file, &code, message),
@@ -176,7 +217,26 @@ pub(crate) fn run(args: &LockArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                     Status::Skipped("in-process extension: its code declares its tools"),
                 ),
                 Runtime::Process(_) => {
-                    runtime.block_on(lock_one(&args.dir, &f.folder, &f.file, &manifest, args))
+                    let locked = runtime.block_on(async {
+                        tokio::select! {
+                            report = lock_one(&args.dir, &f.folder, &f.file, &manifest, args) => Ok(report),
+                            signal = signals.next() => Err(signal),
+                        }
+                    });
+                    match locked {
+                        Ok(report) => report,
+                        Err(signal) => {
+                            interrupted = Some(signal);
+                            Report::failed(
+                                f.id,
+                                f.file,
+                                "interrupted",
+                                format!(
+                                    "{signal} while it was being listed; its server was stopped"
+                                ),
+                            )
+                        }
+                    }
                 }
             },
         };
@@ -184,6 +244,14 @@ pub(crate) fn run(args: &LockArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             print_text(out, &report)?;
         }
         reports.push(report);
+    }
+    // Dropping the runtime drops every task still holding a child.
+    drop(runtime);
+    if let Some(signal) = interrupted {
+        writeln!(
+            err,
+            "exthost: {signal}: stopped before the remaining extensions"
+        )?;
     }
     let failed = reports
         .iter()
@@ -503,6 +571,8 @@ fn field_mut<'a>(fields: &'a mut [(String, Json)], key: &str) -> Option<&'a mut 
 /// folder, written and synced, renamed over `file`, then the folder synced.
 /// The temporary file is removed when any step fails.
 fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // A manifest that is a symbolic link is replaced where it points.
+    let file = &fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let folder = file.parent().unwrap_or(Path::new("."));
     let name = file
         .file_name()

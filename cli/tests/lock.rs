@@ -33,10 +33,14 @@ fn exthost() -> Command {
 /// A minimal MCP stdio server: answers `initialize`, `ping` and
 /// `tools/list` (two tools per page, with `nextCursor`) from `tools.json`
 /// in its working directory (the extension's folder). `exit` exits at
-/// start; `hang` never answers.
+/// start; `hang` writes its pid to `pid` and never answers.
 const SERVER: &str = r#"
-import json, sys, time
+import json, os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
+if mode == "hang":
+    with open("pid.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename("pid.tmp", "pid")
 if mode == "exit":
     sys.stderr.write("lock fixture: exiting at start\n")
     sys.exit(3)
@@ -382,7 +386,9 @@ fn a_server_that_fails_to_start_is_reported_with_its_code_and_the_others_are_sti
         .collect();
     assert_eq!(after, before);
     assert!(
-        all_files(dir.path()).iter().all(|n| !n.ends_with(".tmp")),
+        all_files(dir.path())
+            .iter()
+            .all(|n| !n.ends_with(".tmp") || n == "pid.tmp"),
         "{:?}",
         all_files(dir.path())
     );
@@ -553,4 +559,80 @@ fn the_example_gateway_folder_is_locked_against_its_real_npm_and_pypi_servers() 
         text.contains("time: matches its declarations, 2 tools"),
         "{text}"
     );
+}
+
+/// True while process `pid` exists and is not a zombie.
+fn alive(pid: &str) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits until `done` holds, for at most `bound`; false if it never did.
+fn wait_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < bound {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+#[test]
+fn sigterm_while_a_server_is_listed_stops_it_and_writes_nothing() {
+    if !Path::new("/proc/self/stat").exists() {
+        eprintln!("skipped: needs /proc");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = server_extension(
+        dir.path(),
+        "hangs",
+        &three_tools(),
+        "hang",
+        json!({"runtime": {"kind": "process", "command": python(), "args": ["server.py", "hang"],
+                            "startupTimeoutMs": 600000, "shutdownTimeoutMs": 500}}),
+    );
+    let before = fs::read(&file).unwrap();
+    let mut lock = std::process::Command::new(assert_cmd::cargo::cargo_bin("exthost"))
+        .arg("lock")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.path().join("hangs/pid");
+    let started = wait_until(BOUND, || pid_file.exists());
+    if !started {
+        let _ = lock.kill();
+    }
+    assert!(started, "the server never started");
+    let server = fs::read_to_string(&pid_file).unwrap();
+    assert!(alive(&server));
+
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &lock.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let exited = wait_until(BOUND, || lock.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = lock.kill();
+    }
+    assert!(exited, "exthost lock did not stop on SIGTERM");
+    let out = lock.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SIGTERM"), "{err}");
+    assert!(stdout_of(&out).contains("hangs: FAILED: interrupted"));
+    assert!(
+        wait_until(BOUND, || !alive(&server)),
+        "the server {server} outlived exthost lock"
+    );
+    assert_eq!(fs::read(&file).unwrap(), before);
 }
