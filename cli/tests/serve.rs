@@ -524,6 +524,30 @@ fn the_catalog_serves_three_meta_tools_that_search_describe_and_call() {
     assert_eq!(report["left"], json!([]));
 }
 
+#[test]
+fn warm_starts_every_backend_after_initialize_without_a_call() {
+    let folder = Folder::new();
+    folder.fixture("a");
+    folder.fixture("b");
+    folder.lock();
+    let dirs: Vec<String> = ["a", "b"].iter().map(|id| s(&folder.ext(id))).collect();
+    let report = drive(
+        &folder,
+        json!([
+            {"op": "wait_procs", "dirs": dirs, "count": 1, "timeout": 60},
+            {"op": "call", "name": "b_pid"},
+            procs(&folder, &["a", "b"]),
+        ]),
+        &["--warm"],
+    );
+    let steps = &report["steps"];
+    assert_eq!(folder.count(&report, 1, "a"), 1, "{report}");
+    assert_eq!(folder.count(&report, 1, "b"), 1, "{report}");
+    assert_eq!(steps[2]["isError"], false, "{}", steps[2]);
+    assert_eq!(folder.count(&report, 3, "b"), 1, "the call used the warm backend");
+    assert_eq!(report["left"], json!([]));
+}
+
 /// Runs `exthost serve` with raw lines on stdin, returning its exit code,
 /// its stdout lines and its stderr.
 fn raw(dir: &Path, input: &[u8], args: &[&str]) -> (Option<i32>, Vec<Value>, String) {

@@ -126,6 +126,12 @@ async def one(session, step, list_changed):
             return {"op": op, "seen": True}
         except TimeoutError:
             return {"op": op, "seen": False}
+    if op == "wait_procs":
+        # Polls until every folder has `count` processes or the time is up.
+        with anyio.move_on_after(step.get("timeout", 30)):
+            while not all(len(processes_in(d)) == step["count"] for d in step["dirs"]):
+                await anyio.sleep(0.05)
+        return {"op": op, "counts": {d: len(processes_in(d)) for d in step["dirs"]}}
     if op == "sleep":
         await anyio.sleep(step["seconds"])
         return {"op": op}
