@@ -80,6 +80,9 @@ pub mod codes {
         /// A dormant tool was called without the capability to activate its
         /// extension (M-4; an addition to docs/spec.md section 7).
         TOOL_ACTIVATION_DENIED,
+        /// The caller cancelled a tool call before it returned (an addition
+        /// to docs/spec.md section 7).
+        TOOL_CALL_CANCELLED,
         /// The task running an extension step ended without a result (its
         /// runtime shut down or it was aborted); the step counts as failed
         /// (an addition to docs/spec.md section 7).

@@ -23,7 +23,11 @@
 //! * `exthost call DIR TOOL`: start only what one tool needs, call it, shut
 //!   down;
 //! * `exthost resources ROOT... -- PATH`: load one resource through ordered
-//!   roots.
+//!   roots;
+//! * `exthost lock DIR [EXT...]`: start each process extension, list its
+//!   tools and pin them in its manifest (`--check`: compare only);
+//! * `exthost serve DIR`: serve a folder of extensions as one MCP stdio
+//!   server that starts each extension on the first call of its tools.
 //!
 //! Exit codes: [`EXIT_OK`] (0), [`EXIT_FAILED`] (1: a check, a tool call,
 //! a manifest or a load failed), [`EXIT_USAGE`] (2: bad usage or input).
@@ -43,7 +47,9 @@ mod check;
 pub mod example;
 mod explore;
 mod inspect;
+mod lock;
 mod resources;
+mod serve;
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: u8 = 0;
@@ -81,6 +87,12 @@ enum Command {
     Call(call::CallArgs),
     /// Load one resource through ordered trusted roots.
     Resources(resources::ResourcesArgs),
+    /// Start each process extension of a folder, list its tools and pin
+    /// them in its manifest's `deferred.tools` (`--check`: compare only).
+    Lock(lock::LockArgs),
+    /// Serve a folder of extensions as one MCP stdio server: every tool
+    /// listed at once, each extension started on its first call.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the command line `args` (the program name first) with these
@@ -132,6 +144,8 @@ where
         Command::Inspect(args) => inspect::run(args, out),
         Command::Call(args) => call::run(args, &factories, out, err),
         Command::Resources(args) => resources::run(args, out, err),
+        Command::Lock(args) => lock::run(args, out, err),
+        Command::Serve(args) => serve::run(args, &factories, err),
     };
     match result {
         Ok(code) => code,

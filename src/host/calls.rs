@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::call_options::{CALL_PROGRESS, CallOptions};
 use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
@@ -84,8 +85,25 @@ fn timed_out(name: &str, deadline: Option<Duration>) -> HostError {
     }
 }
 
-/// Calls the live tool `name`.
-pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result<Value, HostError> {
+/// Calls the live tool `name` with the caller's `options`.
+pub(crate) async fn call(
+    inner: &Arc<Inner>,
+    name: &str,
+    input: Value,
+    options: CallOptions,
+) -> Result<Value, HostError> {
+    let CallOptions {
+        cancellation: caller_cancel,
+        progress,
+    } = options;
+    if caller_cancel
+        .as_ref()
+        .is_some_and(CancellationToken::is_cancelled)
+    {
+        return Err(HostError::CallCancelled {
+            name: name.to_owned(),
+        });
+    }
     let (call, handler, cancel, abandon, deadline) = {
         let mut shell = inner.lock();
         let admitted = match shell.call_start(name) {
@@ -134,13 +152,17 @@ pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result
     let started = Instant::now();
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
-    let task = tokio::spawn(CALL_CANCELLATION.scope(cancel, async move {
-        let tool = handler.tool.clone();
-        let result = contain(move || tool.call(input)).await;
-        let late = deadline.is_some_and(|d| started.elapsed() >= d);
-        let verdict = finish(&task_inner, call, late);
-        let _ = sender.send((result, verdict));
-    }));
+    let tool_cancel = cancel.clone();
+    let task = tokio::spawn(CALL_CANCELLATION.scope(
+        cancel,
+        CALL_PROGRESS.scope(progress, async move {
+            let tool = handler.tool.clone();
+            let result = contain(move || tool.call(input)).await;
+            let late = deadline.is_some_and(|d| started.elapsed() >= d);
+            let verdict = finish(&task_inner, call, late);
+            let _ = sender.send((result, verdict));
+        }),
+    ));
     let abort = task.abort_handle();
     {
         let mut shell = inner.lock();
@@ -161,10 +183,23 @@ pub(crate) async fn call(inner: &Arc<Inner>, name: &str, input: Value) -> Result
             None => std::future::pending().await,
         }
     };
+    let caller_cancelled = async {
+        match &caller_cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
         biased;
         reported = receiver => reported.ok(),
         _ = abandon.cancelled() => None,
+        _ = caller_cancelled => {
+            // The tool hears it; the call stays tracked until it returns,
+            // so shutdown still drains it (H-11, INV-12).
+            tool_cancel.cancel();
+            guard.armed = false;
+            return Err(HostError::CallCancelled { name: name.to_owned() });
+        }
         _ = sleep => {
             guard.task.abort();
             finish(inner, call, true);

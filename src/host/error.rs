@@ -155,6 +155,13 @@ pub enum HostError {
         /// Which deadline.
         message: String,
     },
+    /// The caller cancelled the call ([`super::CallOptions::with_cancellation`])
+    /// before it returned (`TOOL_CALL_CANCELLED`). The tool got its
+    /// cancellation signal; its result, if any ever comes, is discarded.
+    CallCancelled {
+        /// The tool.
+        name: String,
+    },
     /// The task running this operation ended without an outcome and none
     /// could be recovered (`EXTENSION_TASK_LOST`). Never reported for a
     /// host that is merely disposed.
@@ -286,6 +293,9 @@ impl HostError {
             HostError::ToolFailed { name, message, .. } => {
                 format!("tool {name:?} failed: {message}")
             }
+            HostError::CallCancelled { name } => {
+                format!("the call of tool {name:?} was cancelled by its caller")
+            }
             HostError::CallTimedOut { name, message } => {
                 format!("tool {name:?} timed out: {message}")
             }
@@ -370,6 +380,7 @@ impl HostError {
             HostError::ToolNotFound { .. } => codes::TOOL_NOT_FOUND,
             HostError::ToolFailed { .. } => codes::TOOL_FAILED,
             HostError::CallTimedOut { .. } => codes::EXTENSION_TIMEOUT,
+            HostError::CallCancelled { .. } => codes::TOOL_CALL_CANCELLED,
             HostError::TaskLost { .. } => codes::EXTENSION_TASK_LOST,
             HostError::ActivationDenied { .. } => codes::TOOL_ACTIVATION_DENIED,
             HostError::ManifestDiscovery { .. } => codes::MANIFEST_INVALID,

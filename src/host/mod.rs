@@ -22,6 +22,7 @@
 //! - Every decision a caller can observe is the core's ([`crate::core`]);
 //!   the shell routes commands and runs extension code.
 
+mod call_options;
 mod calls;
 mod code;
 mod contain;
@@ -45,6 +46,9 @@ use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+pub use call_options::{
+    CallOptions, Progress, ProgressSink, current_call_progress, report_progress,
+};
 pub use calls::current_call_cancellation;
 pub use code::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
 pub use context::ActivationContext;
@@ -324,6 +328,7 @@ impl ExtensionHost {
                 shell: Mutex::new(shell),
                 queue: SerialQueue::new(),
                 published,
+                changes: tokio::sync::watch::Sender::new(0),
                 resources: options.resources,
                 deadlines: options.deadlines,
                 handoff: Notify::new(),
@@ -749,11 +754,25 @@ impl ExtensionHost {
     /// extensions, so the result is `TOOL_ACTIVATION_DENIED` and nothing
     /// starts (M-4); see [`ExtensionHost::call_tool_activating`].
     pub async fn call_tool(&self, name: &str, input: Value) -> Result<Value, HostError> {
+        self.call_tool_with(name, input, CallOptions::default())
+            .await
+    }
+
+    /// [`ExtensionHost::call_tool`] with the caller's [`CallOptions`]: its
+    /// own cancellation (the caller gets `TOOL_CALL_CANCELLED` at once, the
+    /// tool gets its cancellation signal, and the call stays tracked until
+    /// it returns) and a sink for the progress the tool reports.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        input: Value,
+        options: CallOptions,
+    ) -> Result<Value, HostError> {
         let span = tracing::debug_span!("exthost.call", tool = name);
         async {
             let result = caused_by(
                 PublicCall::CallTool(name.to_owned()),
-                calls::call(&self.inner, name, input),
+                calls::call(&self.inner, name, input, options),
             )
             .await;
             match &result {
@@ -773,17 +792,41 @@ impl ExtensionHost {
     /// explicit [`ExtensionHost::activate`] succeeds. Transient failures
     /// (an error in `activate`, a tool's own error) do not revoke it.
     pub async fn call_tool_activating(&self, name: &str, input: Value) -> Result<Value, HostError> {
+        self.call_tool_activating_with(name, input, CallOptions::default())
+            .await
+    }
+
+    /// [`ExtensionHost::call_tool_activating`] with the caller's
+    /// [`CallOptions`]. The cancellation covers the call only: an
+    /// activation it started runs to its end (it is one transaction, H-4).
+    pub async fn call_tool_activating_with(
+        &self,
+        name: &str,
+        input: Value,
+        options: CallOptions,
+    ) -> Result<Value, HostError> {
         caused_by(
             PublicCall::CallToolActivating(name.to_owned()),
-            self.call_tool_activating_inner(name, input),
+            self.call_tool_activating_inner(name, input, options),
         )
         .await
+    }
+
+    /// A receiver that sees every publication of a new tool and provider
+    /// snapshot (an activation's or a reload's commit, a rollback that
+    /// restores dormant tools, shutdown emptying the registry). A change of
+    /// [`ExtensionHost::tools`] is always preceded by one; a publication
+    /// may leave the visible set unchanged (a dormant descriptor replaced
+    /// by the identical live tool).
+    pub fn tool_changes(&self) -> ToolChanges {
+        ToolChanges(self.inner.changes.subscribe())
     }
 
     async fn call_tool_activating_inner(
         &self,
         name: &str,
         input: Value,
+        options: CallOptions,
     ) -> Result<Value, HostError> {
         let snapshot = self.tools();
         if let Some((Binding::Dormant, _)) = snapshot.handler(name) {
@@ -797,7 +840,25 @@ impl ExtensionHost {
             }
             self.activate(&extension).await?;
         }
-        self.call_tool(name, input).await
+        self.call_tool_with(name, input, options).await
+    }
+}
+
+/// Publications of the host's tool and provider snapshot
+/// ([`ExtensionHost::tool_changes`]).
+#[derive(Debug, Clone)]
+pub struct ToolChanges(tokio::sync::watch::Receiver<u64>);
+
+impl ToolChanges {
+    /// Waits for the next publication after the last one this receiver saw.
+    /// Returns `false` once the host is gone (every handle dropped).
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
+
+    /// How many snapshots the host has published since it was made.
+    pub fn publications(&self) -> u64 {
+        *self.0.borrow()
     }
 }
 

@@ -90,6 +90,8 @@ pub(crate) struct Inner {
     pub shell: Mutex<Shell>,
     pub queue: SerialQueue,
     pub published: Published<ToolSnapshot>,
+    /// Counts publications, for [`super::ExtensionHost::tool_changes`].
+    pub changes: watch::Sender<u64>,
     pub resources: ResourceLoader,
     pub deadlines: Deadlines,
     /// Wakes the running operation when another task handed it effects.
@@ -501,6 +503,7 @@ impl Shell {
 pub(crate) struct ShellGuard<'a> {
     guard: Option<MutexGuard<'a, Shell>>,
     published: &'a Published<ToolSnapshot>,
+    changes: &'a watch::Sender<u64>,
 }
 
 impl std::ops::Deref for ShellGuard<'_> {
@@ -527,6 +530,9 @@ impl Drop for ShellGuard<'_> {
         let deliveries = std::mem::take(&mut guard.deliveries);
         let disposed = (!deliveries.is_empty()).then(|| guard.disposed.clone());
         drop(guard);
+        if previous.is_some() {
+            self.changes.send_modify(|n| *n += 1);
+        }
         for delivery in deliveries {
             match delivery {
                 Delivery::Op(settler, outcome) => {
@@ -555,6 +561,7 @@ impl Inner {
             // because every update is a single apply.
             guard: Some(self.shell.lock().unwrap_or_else(|p| p.into_inner())),
             published: &self.published,
+            changes: &self.changes,
         }
     }
 }

@@ -6,13 +6,14 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{ProcessFault, bounded};
+use super::progress::ProgressRoutes;
 use super::shutdown::{ShutdownOutcome, shutdown_child};
 use super::spawn::ChildGuard;
 use super::transport::{FaultCell, StdinCloser};
@@ -31,6 +32,8 @@ pub fn client_info() -> ClientConfig {
 #[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
+    /// Where the server's progress notifications go.
+    pub(crate) progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
@@ -43,6 +46,15 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         let _ = self.list_changed.send(());
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.progress.deliver(params);
         std::future::ready(())
     }
 }
@@ -58,6 +70,8 @@ pub(crate) struct Session {
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     peer: Mutex<Option<Peer<RoleClient>>>,
     pub(crate) stop: CancellationToken,
+    /// The progress sinks of the proxied calls in flight.
+    pub(crate) progress: ProgressRoutes,
     /// How many generations of the extension use this session (P-4): each
     /// activation that registers proxies on it holds one lease, and its
     /// disposer gives it back; the last one shuts the child down.
@@ -80,6 +94,7 @@ impl Session {
             service: Mutex::new(None),
             peer: Mutex::new(None),
             stop: CancellationToken::new(),
+            progress: ProgressRoutes::default(),
             leases: Mutex::new(1),
         }
     }

@@ -25,6 +25,7 @@ mod client;
 mod error;
 mod list_changed;
 mod monitor;
+mod progress;
 mod proxy;
 mod shutdown;
 mod spawn;
@@ -191,6 +192,7 @@ impl ProcessExtension {
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
         let handler = client::Handler {
             list_changed: signals_tx,
+            progress: session.progress.clone(),
         };
         let handshake = async {
             let service = rmcp::serve_client(handler, transport).await.map_err(|e| {

@@ -1,10 +1,18 @@
 //! A proxy tool: one per tool the child lists. A call is one `tools/call`
 //! with the optional per-call deadline; the result comes back as data.
+//! The call's cancellation signal (its caller's, or the host's at cleanup)
+//! and any drop of the call before the answer send `notifications/cancelled`
+//! for the request; the server's progress for it goes to the caller's sink.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
 use super::client::Session;
@@ -49,20 +57,51 @@ impl Tool for ProxyTool {
             if let Some(arguments) = arguments {
                 params = params.with_arguments(arguments);
             }
-            let call = peer.call_tool(params);
-            let outcome = match deadline {
-                Some(limit) => match tokio::time::timeout(limit, call).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => {
-                        return Err(ProcessFault::Timeout(format!(
-                            "no answer within {} ms",
-                            limit.as_millis()
-                        ))
-                        .to_extension_error(&context));
-                    }
-                },
-                None => call.await,
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+                .map_err(|e| session.fault_of(&e).to_extension_error(&context))?;
+            let mut abandon = CancelOnDrop {
+                peer: peer.clone(),
+                id: Some(handle.id.clone()),
             };
+            let _route = crate::host::current_call_progress()
+                .map(|sink| session.progress.route(handle.progress_token.clone(), sink));
+            let cancelled = async {
+                match crate::host::current_call_cancellation() {
+                    Some(token) => token.cancelled_owned().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let timeout = async {
+                match deadline {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = handle.await_response() => outcome,
+                // `abandon` sends notifications/cancelled as it drops.
+                () = cancelled => {
+                    return Err(ExtensionError::coded(
+                        crate::error::codes::TOOL_CALL_CANCELLED,
+                        format!("{context}: the call was cancelled"),
+                    ));
+                }
+                () = timeout => {
+                    return Err(ProcessFault::Timeout(format!(
+                        "no answer within {} ms",
+                        deadline.unwrap_or_default().as_millis()
+                    ))
+                    .to_extension_error(&context));
+                }
+            };
+            abandon.id = None;
+            let outcome = outcome.and_then(|result| match result {
+                ServerResult::CallToolResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            });
             match outcome {
                 Ok(result) => Ok(result_value(&result)),
                 // The server's own JSON-RPC error answer (unknown tool, bad
@@ -79,5 +118,32 @@ impl Tool for ProxyTool {
                 Err(e) => Err(session.fault_of(&e).to_extension_error(&context)),
             }
         })
+    }
+}
+
+/// Sends `notifications/cancelled` for a request the proxy stops waiting
+/// for (its call was cancelled, timed out, or dropped), so the server does
+/// not keep working on a result nobody reads.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let params = CancelledNotificationParam::new(
+                Some(id),
+                Some("the caller stopped waiting for the call".to_owned()),
+            );
+            let _ = peer.notify_cancelled(params).await;
+        });
     }
 }

@@ -1,0 +1,157 @@
+//! How a host call's outcome becomes the client's `tools/call` result: a
+//! backend's MCP result passes through unchanged (`content`, `isError`,
+//! `structuredContent`); an in-process tool's JSON value becomes one text
+//! block plus structured content; a host error becomes an error result that
+//! names its code, the extension and, for a declaration mismatch (M-5), the
+//! reason and the drifted tool, with what to do about it.
+
+use exthost::core::FailureCause;
+use exthost::host::HostError;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+/// The client's result for a tool's JSON value.
+pub(crate) fn from_value(value: Value) -> CallToolResult {
+    if let Some(result) = as_mcp_result(&value) {
+        return result;
+    }
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    if value.is_object() {
+        result.structured_content = Some(value);
+    }
+    result
+}
+
+/// A process extension's proxy answers `{"content", "isError",
+/// "structuredContent"}` (docs/process.md): that is the backend's own
+/// result, passed through.
+fn as_mcp_result(value: &Value) -> Option<CallToolResult> {
+    let object = value.as_object()?;
+    let content = object.get("content")?.as_array()?;
+    let is_error = object.get("isError")?.as_bool()?;
+    let content: Vec<ContentBlock> = content
+        .iter()
+        .map(|block| serde_json::from_value(block.clone()))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let mut result = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = object
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .cloned();
+    Some(result)
+}
+
+/// What the client gets for a failed call: an error result (which a model
+/// can read, unlike a JSON-RPC error) whose text starts with the stable
+/// code, and whose structured content carries the code, the cause code,
+/// the extension and, for a declaration mismatch, the reason and the tool.
+pub(crate) fn from_error(tool: &str, extension: Option<&str>, error: &HostError) -> CallToolResult {
+    let mut details = json!({
+        "code": error.code(),
+        "tool": tool,
+    });
+    if let Some(cause) = error.cause_code() {
+        details["cause"] = json!(cause);
+    }
+    if let Some(extension) = extension {
+        details["extension"] = json!(extension);
+    }
+    let mut text = format!("{}: {}", error.code(), error.message());
+    if let Some((reason, drifted)) = mismatch(error) {
+        details["reason"] = json!(reason);
+        details["driftedTool"] = json!(drifted);
+        text = format!(
+            "{}: extension {:?} no longer matches its locked declarations ({reason}, tool {drifted:?}); \
+             it was stopped and nothing of it is live. Review the server's change, then run \
+             `exthost lock <dir> {}` to accept it and restart `exthost serve`. Details: {}",
+            error.code(),
+            extension.unwrap_or_default(),
+            extension.unwrap_or_default(),
+            error.message()
+        );
+    } else if let HostError::ActivationDenied { revoked: true, .. } = error {
+        details["reason"] = json!("grant_revoked");
+        text = format!(
+            "{}: extension {:?} failed its declaration check earlier in this session, so its \
+             tools stay stopped until `exthost serve` restarts. Run `exthost lock --check <dir>` \
+             to see what drifted and `exthost lock <dir> {}` to accept it.",
+            error.code(),
+            extension.unwrap_or_default(),
+            extension.unwrap_or_default(),
+        );
+    }
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(details);
+    result
+}
+
+/// The reason code and the tool of a declaration mismatch (M-5).
+fn mismatch(error: &HostError) -> Option<(&'static str, String)> {
+    let failure = match error {
+        HostError::Activation(failure) | HostError::Reload(failure) => failure,
+        _ => return None,
+    };
+    match &failure.cause {
+        FailureCause::Declaration(m) => Some((m.reason_code(), m.tool().to_owned())),
+        _ => None,
+    }
+}
+
+/// True when the error says the backend's process is gone, so the next
+/// call should start a fresh one (through `reload`).
+pub(crate) fn backend_gone(error: &HostError) -> bool {
+    error.cause_code() == Some(exthost::error::codes::EXTENSION_PROCESS_EXITED)
+        || error.code() == exthost::error::codes::EXTENSION_PROCESS_EXITED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_result_passes_through_unchanged() {
+        let value = json!({
+            "content": [{"type": "text", "text": "hi"}],
+            "isError": true,
+            "structuredContent": {"n": 1}
+        });
+        let result = from_value(value);
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(result.structured_content, Some(json!({"n": 1})));
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap(),
+            json!([{"type": "text", "text": "hi"}])
+        );
+    }
+
+    #[test]
+    fn an_in_process_value_becomes_text_and_structured_content() {
+        let result = from_value(json!({"sum": 3}));
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.structured_content, Some(json!({"sum": 3})));
+        let result = from_value(json!("plain"));
+        assert_eq!(result.structured_content, None);
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap(),
+            json!([{"type": "text", "text": "plain"}])
+        );
+    }
+
+    #[test]
+    fn an_error_names_its_code_and_extension() {
+        let result = from_error("echo_x", Some("echo"), &HostError::Disposed);
+        assert_eq!(result.is_error, Some(true));
+        let details = result.structured_content.unwrap();
+        assert_eq!(details["code"], "HOST_DISPOSED");
+        assert_eq!(details["extension"], "echo");
+    }
+}

@@ -1,0 +1,277 @@
+//! The MCP server side of `exthost serve` (P-6): rmcp's `ServerHandler`
+//! over one [`ExtensionHost`]. Listing reads a snapshot and starts nothing;
+//! a call starts only the owning extension, through the host's
+//! transactional path (`call_tool_activating`, H-4, M-4), and proxies the
+//! call; the client's cancellation and progress token travel with it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use exthost::CancellationToken;
+use exthost::core::Status;
+use exthost::host::{CallOptions, ExtensionHost, Progress};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use super::answer;
+use super::catalog;
+use super::listing::{self, close_names, find, owner_of};
+use super::log::Log;
+
+/// How `tools/list` presents the host's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Expose {
+    /// Every tool, with its schema, under its API name (M-6).
+    Tools,
+    /// Three meta-tools: search the tools, describe one, call one.
+    Catalog,
+}
+
+/// Progress reports a slow client has not taken yet, per call; more are
+/// dropped (progress is advisory).
+const PROGRESS_BUFFER: usize = 64;
+
+/// The gateway: the host and what `serve` remembers between calls.
+#[derive(Clone)]
+pub(crate) struct Gateway {
+    pub(crate) host: ExtensionHost,
+    pub(crate) expose: Expose,
+    pub(crate) warm: bool,
+    pub(crate) log: Log,
+    /// Extensions whose backend process is gone: their next call reloads
+    /// them first (a fresh process), P-6.
+    restart: Arc<Mutex<HashSet<String>>>,
+    /// One gate per extension, so concurrent calls restart it once.
+    gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Gateway {
+    pub(crate) fn new(host: ExtensionHost, expose: Expose, warm: bool, log: Log) -> Self {
+        Self {
+            host,
+            expose,
+            warm,
+            log,
+            restart: Arc::default(),
+            gates: Arc::default(),
+        }
+    }
+
+    /// What the client sees in `tools/list`.
+    pub(crate) fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
+        match self.expose {
+            Expose::Tools => listing::mcp_tools(&self.host.tools()),
+            Expose::Catalog => catalog::meta_tools(),
+        }
+    }
+
+    /// Calls the tool a client named (API or runtime name), starting its
+    /// extension if it is dormant.
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        cancel: CancellationToken,
+        progress: Option<(ProgressToken, Peer<RoleServer>)>,
+    ) -> Result<CallToolResult, McpError> {
+        let snapshot = self.host.tools();
+        let Some(info) = find(&snapshot, name) else {
+            let close = close_names(&snapshot, name);
+            return Err(McpError::invalid_params(
+                format!(
+                    "TOOL_NOT_FOUND: no tool named {name:?}{}",
+                    if close.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; close names: {}", close.join(", "))
+                    }
+                ),
+                Some(json!({"code": "TOOL_NOT_FOUND", "closeNames": close})),
+            ));
+        };
+        let runtime_name = info.name.to_owned();
+        let api_name = info.api_name.to_owned();
+        let extension = owner_of(&info);
+        drop(snapshot);
+
+        if let Some(id) = &extension
+            && let Err(e) = self.restart_if_gone(id).await
+        {
+            return Ok(answer::from_error(&api_name, Some(id), &e));
+        }
+
+        let mut options = CallOptions::new().with_cancellation(cancel);
+        if let Some((token, peer)) = progress {
+            let (sender, mut receiver) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_BUFFER);
+            options = options.with_progress(move |p| {
+                let _ = sender.try_send(p);
+            });
+            tokio::spawn(async move {
+                while let Some(p) = receiver.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                    param.total = p.total;
+                    param.message = p.message;
+                    if peer.notify_progress(param).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let input = Value::Object(arguments.unwrap_or_default());
+        match self
+            .host
+            .call_tool_activating_with(&runtime_name, input, options)
+            .await
+        {
+            Ok(value) => Ok(answer::from_value(value)),
+            Err(e) => {
+                if let Some(id) = &extension
+                    && answer::backend_gone(&e)
+                    && let Ok(mut restart) = self.restart.lock()
+                {
+                    restart.insert(id.clone());
+                }
+                self.log.line(&format!("call {api_name}: {e}"));
+                Ok(answer::from_error(&api_name, extension.as_deref(), &e))
+            }
+        }
+    }
+
+    /// Reloads `id` (a fresh process) when its backend died, once, however
+    /// many calls arrive together.
+    async fn restart_if_gone(&self, id: &str) -> Result<(), exthost::host::HostError> {
+        let gate = {
+            let Ok(mut gates) = self.gates.lock() else {
+                return Ok(());
+            };
+            gates.entry(id.to_owned()).or_default().clone()
+        };
+        let _held = gate.lock().await;
+        let flagged = self
+            .restart
+            .lock()
+            .map(|mut restart| restart.remove(id))
+            .unwrap_or(false);
+        if !flagged || self.host.status(id) != Some(Status::Active) {
+            return Ok(());
+        }
+        self.log.line(&format!(
+            "restarting extension {id:?}: its process had exited"
+        ));
+        match self.host.reload(id).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.log.line(&format!("restart of {id:?} failed: {e}"));
+                if let Ok(mut restart) = self.restart.lock() {
+                    restart.insert(id.to_owned());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// `--warm`: starts every extension not started yet, one after
+    /// another, in discovery order.
+    fn warm_up(&self) {
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            for extension in gateway.host.extensions() {
+                if extension.status != Status::Discovered {
+                    continue;
+                }
+                if let Err(e) = gateway.host.activate(&extension.id).await {
+                    gateway
+                        .log
+                        .line(&format!("warm start of {:?} failed: {e}", extension.id));
+                }
+            }
+        });
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("exthost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(match self.expose {
+            Expose::Tools => {
+                "exthost serves the tools of its extensions; each extension starts on the first \
+                 call of one of its tools."
+            }
+            Expose::Catalog => {
+                "exthost serves a catalog: search_tools finds tools by words, describe_tool shows \
+                 one tool's input schema, call_tool calls it by name."
+            }
+        })
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.listed_tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| (token, context.peer.clone()));
+        let result = match self.expose {
+            Expose::Tools => {
+                self.call(&request.name, request.arguments, context.ct, progress)
+                    .await?
+            }
+            Expose::Catalog => {
+                catalog::call(self, &request.name, request.arguments, context.ct, progress).await?
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        if self.warm {
+            self.warm_up();
+        }
+    }
+}
+
+/// Sends `notifications/tools/list_changed` whenever what `tools/list`
+/// shows changes (a backend's `list_changed` reload, a reload after a
+/// crash, shutdown), until the host or the client is gone.
+pub(crate) async fn forward_list_changes(host: ExtensionHost, peer: Peer<RoleServer>) {
+    let mut changes = host.tool_changes();
+    let mut last = listing::fingerprint(&host.tools());
+    while changes.changed().await {
+        let now = listing::fingerprint(&host.tools());
+        if now != last {
+            last = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// An error result in words, for the meta-tools' own refusals.
+pub(crate) fn refusal(code: &str, text: String, details: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {text}"))]);
+    result.structured_content = Some(details);
+    result
+}

@@ -1,0 +1,222 @@
+//! `exthost serve DIR`: exthost as one MCP stdio server in front of a
+//! folder of extensions (docs/serve.md, P-6). `tools/list` answers from
+//! declarations and live tools without starting anything; `tools/call`
+//! starts only the owning extension; end of input, SIGINT or SIGTERM
+//! disposes everything in reverse order and leaves no process running.
+
+mod answer;
+mod catalog;
+mod gateway;
+mod listing;
+mod log;
+mod transport;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use exthost::host::{ExtensionHost, HostError, HostOptions, InProcessFactories};
+use exthost::{ResourceLoader, ResourceRoot};
+
+use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
+use gateway::{Expose, Gateway};
+use log::Log;
+use transport::{EndCell, LineTransport};
+
+/// Arguments of `exthost serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The folder of manifests to serve (one `<folder>/extension.json` per
+    /// extension).
+    dir: PathBuf,
+    /// What `tools/list` shows: every tool with its schema (`tools`), or
+    /// three meta-tools to search, describe and call them (`catalog`).
+    #[arg(long, value_enum, default_value_t = Expose::Tools)]
+    expose: Expose,
+    /// Start every extension in the background once the client has
+    /// initialized; a call still waits only for its own extension (and at
+    /// most one warm start already under way).
+    #[arg(long)]
+    warm: bool,
+    /// Serve the valid manifests and log the invalid ones, instead of
+    /// refusing to start.
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Append log lines to this file instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+    /// Activation deadline in seconds (a backend's own `startupTimeoutMs`
+    /// applies inside it).
+    #[arg(long, default_value_t = 60)]
+    activation_deadline: u64,
+    /// Deadline of each cleanup step at shutdown, in seconds. Keep it above
+    /// twice a backend's `shutdownTimeoutMs` so its shutdown ladder can run.
+    #[arg(long, default_value_t = 15)]
+    cleanup_deadline: u64,
+    /// Deadline of each tool call in seconds (none by default: a manifest's
+    /// `callTimeoutMs` and the client's own timeout apply).
+    #[arg(long)]
+    call_deadline: Option<u64>,
+}
+
+fn describe(e: &HostError) -> String {
+    match e.cause_code() {
+        Some(cause) if cause != e.code() => {
+            format!("{} (cause {cause}): {}", e.code(), e.message())
+        }
+        _ => e.to_string(),
+    }
+}
+
+pub(crate) fn run(
+    args: &ServeArgs,
+    factories: &InProcessFactories,
+    err: &mut dyn Write,
+) -> Outcome {
+    if !args.dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "{} is not a folder of manifests",
+            args.dir.display()
+        )));
+    }
+    let dir = std::path::absolute(&args.dir)
+        .map_err(|e| Failure::usage(format!("{}: {e}", args.dir.display())))?;
+    let log = match &args.log_file {
+        Some(path) => Log::file(path)
+            .map_err(|e| Failure::usage(format!("--log-file {}: {e}", path.display())))?,
+        None => Log::stderr(),
+    };
+    let resources = ResourceLoader::create([ResourceRoot::new("extensions", &dir)])
+        .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+    let mut options = HostOptions::new(resources)
+        .with_activation_deadline(Duration::from_secs(args.activation_deadline))
+        .with_cleanup_deadline(Duration::from_secs(args.cleanup_deadline));
+    if let Some(seconds) = args.call_deadline {
+        options = options.with_call_deadline(Duration::from_secs(seconds));
+    }
+    let host = ExtensionHost::new(options).map_err(|e| Failure::failed(describe(&e)))?;
+    if let Err(e) = host.discover_manifest_dir(&dir, factories) {
+        if let HostError::ManifestDiscovery { failures } = &e {
+            for f in failures {
+                writeln!(
+                    err,
+                    "exthost: {}: {} ({})",
+                    f.file
+                        .as_ref()
+                        .map_or_else(String::new, |p| p.display().to_string()),
+                    f.reason,
+                    exthost::process::bounded(&f.message)
+                )?;
+            }
+        }
+        if !args.skip_invalid {
+            return Err(Failure::usage(describe(&e)));
+        }
+        return Err(Failure::usage(format!(
+            "{}; --skip-invalid cannot serve a part of this folder yet",
+            describe(&e)
+        )));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
+    let code = runtime.block_on(serve(host, args, log));
+    // stdin's reader may still be parked in a blocking read; do not wait
+    // for it.
+    runtime.shutdown_background();
+    Ok(code)
+}
+
+/// What ended the session.
+enum End {
+    Input,
+    Signal(&'static str),
+}
+
+async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
+    let mut code = EXIT_OK;
+    for (id, result) in host.activate_eager().await {
+        if let Err(e) = result {
+            log.line(&format!("eager start of {id:?} failed: {}", describe(&e)));
+        }
+    }
+    let gateway = Gateway::new(host.clone(), args.expose, args.warm, log.clone());
+    let end_cell = EndCell::default();
+    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), end_cell.clone());
+    let end = match rmcp::serve_server(gateway, transport).await {
+        Ok(service) => {
+            let forwarder = (args.expose == Expose::Tools).then(|| {
+                tokio::spawn(gateway::forward_list_changes(
+                    host.clone(),
+                    service.peer().clone(),
+                ))
+            });
+            let stop = service.cancellation_token();
+            let end = tokio::select! {
+                _ = service.waiting() => End::Input,
+                signal = termination() => {
+                    stop.cancel();
+                    End::Signal(signal)
+                }
+            };
+            if let Some(forwarder) = forwarder {
+                forwarder.abort();
+            }
+            end
+        }
+        Err(e) => {
+            log.line(&format!("the client's initialize failed: {e}"));
+            code = EXIT_FAILED;
+            End::Input
+        }
+    };
+    match (&end, end_cell.fault()) {
+        (_, Some(fault)) => {
+            log.line(&format!("closing: {fault}"));
+            code = EXIT_FAILED;
+        }
+        (End::Input, None) => log.line("end of input: shutting down"),
+        (End::Signal(name), None) => log.line(&format!("{name}: shutting down")),
+    }
+    let shutdown = tokio::select! {
+        result = host.dispose() => Some(result),
+        signal = termination() => {
+            log.line(&format!("{signal} again: not waiting for the cleanup"));
+            None
+        }
+    };
+    match shutdown {
+        Some(Ok(())) => log.line("every extension was shut down"),
+        Some(Err(e)) => {
+            log.line(&format!("shutdown: {}", describe(&e)));
+            code = EXIT_FAILED;
+        }
+        None => code = EXIT_FAILED,
+    }
+    code
+}
+
+/// Resolves at the first SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn termination() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => "SIGINT",
+            _ = terminate.recv() => "SIGTERM",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}

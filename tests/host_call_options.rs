@@ -1,0 +1,198 @@
+//! What a caller attaches to one tool call (`CallOptions`): its own
+//! cancellation and a progress sink; and `tool_changes`, the publications a
+//! gateway forwards as `notifications/tools/list_changed` (docs/host.md,
+//! "Call options").
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use exthost::CancellationToken;
+use exthost::host::{
+    CallOptions, ExtensionDefinition, HostError, Progress, ToolDescriptor,
+    current_call_cancellation, report_progress,
+};
+use serde_json::json;
+use support::*;
+use tokio::sync::Notify;
+
+fn descriptor(name: &str) -> ToolDescriptor {
+    ToolDescriptor::new(name, "A test tool.", json!({"type": "object"}))
+}
+
+/// An extension with tool `held`: it logs its start, waits for its call's
+/// cancellation signal, logs that, waits for `release`, logs its return;
+/// and one disposer that logs.
+fn held(log: &Log, release: &Arc<Notify>) -> ExtensionDefinition {
+    let (log, release) = (log.clone(), release.clone());
+    ExtensionDefinition::from_fn("held", move |cx| {
+        let (log, release) = (log.clone(), release.clone());
+        async move {
+            let (tool_log, disposer_log) = (log.clone(), log.clone());
+            cx.register_tool(descriptor("held"), move |_input| {
+                let (log, release) = (tool_log.clone(), release.clone());
+                async move {
+                    log.push("tool:started");
+                    if let Some(token) = current_call_cancellation() {
+                        token.cancelled().await;
+                        log.push("tool:saw-cancel");
+                    }
+                    release.notified().await;
+                    log.push("tool:returned");
+                    Ok(json!("late"))
+                }
+            })?;
+            cx.on_dispose(move || async move {
+                disposer_log.push("disposer");
+                Ok(())
+            })?;
+            Ok(())
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_drains_it() {
+    let log = Log::default();
+    let release = Arc::new(Notify::new());
+    let (_d, host) = host();
+    host.discover([held(&log, &release)]).unwrap();
+    within(host.activate("held")).await.unwrap();
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let (host, cancel) = (host.clone(), cancel.clone());
+        async move {
+            host.call_tool_with(
+                "held",
+                json!({}),
+                CallOptions::new().with_cancellation(cancel),
+            )
+            .await
+        }
+    });
+    while log.count("tool:started") == 0 {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    let answer = within(call).await.unwrap();
+    assert!(
+        matches!(&answer, Err(HostError::CallCancelled { name }) if name == "held"),
+        "{answer:?}"
+    );
+    assert_eq!(answer.unwrap_err().code(), "TOOL_CALL_CANCELLED");
+    while log.count("tool:saw-cancel") == 0 {
+        tokio::task::yield_now().await;
+    }
+    // The call is still in flight: shutdown waits for it before the
+    // extension's first cleanup step (H-11, INV-12).
+    let dispose = tokio::spawn({
+        let host = host.clone();
+        async move { host.dispose().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    release.notify_one();
+    within(dispose).await.unwrap().unwrap();
+    assert_eq!(
+        log.entries(),
+        [
+            "tool:started",
+            "tool:saw-cancel",
+            "tool:returned",
+            "disposer"
+        ],
+        "the cancelled call returned before the disposer ran"
+    );
+}
+
+#[tokio::test]
+async fn a_call_whose_token_already_fired_never_starts() {
+    let log = Log::default();
+    let release = Arc::new(Notify::new());
+    let (_d, host) = host();
+    host.discover([held(&log, &release)]).unwrap();
+    within(host.activate("held")).await.unwrap();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let answer = within(host.call_tool_with(
+        "held",
+        json!({}),
+        CallOptions::new().with_cancellation(cancel),
+    ))
+    .await;
+    assert_eq!(answer.unwrap_err().code(), "TOOL_CALL_CANCELLED");
+    assert_eq!(log.count("tool:started"), 0, "the tool never ran");
+    within(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_reaches_the_callers_sink_in_order_and_nowhere_without_one() {
+    let (_d, host) = host();
+    host.discover([ExtensionDefinition::from_fn("steps", |cx| async move {
+        cx.register_tool(descriptor("steps"), |_input| async {
+            let mut delivered = Vec::new();
+            for step in 1..=3 {
+                delivered.push(report_progress(
+                    Progress::new(f64::from(step))
+                        .with_total(3.0)
+                        .with_message(format!("step {step}")),
+                ));
+            }
+            Ok(json!(delivered))
+        })?;
+        Ok(())
+    })])
+    .unwrap();
+    within(host.activate("steps")).await.unwrap();
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = seen.clone();
+    let delivered = within(host.call_tool_with(
+        "steps",
+        json!({}),
+        CallOptions::new().with_progress(move |p| sink.lock().unwrap().push(p)),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(delivered, json!([true, true, true]));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().map(|p| p.progress).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0]
+    );
+    assert!(seen.iter().all(|p| p.total == Some(3.0)));
+    assert_eq!(seen[2].message.as_deref(), Some("step 3"));
+    // Without a sink, and outside any call, a report goes nowhere.
+    let plain = within(host.call_tool("steps", json!({}))).await.unwrap();
+    assert_eq!(plain, json!([false, false, false]));
+    assert!(!report_progress(Progress::new(1.0)));
+    within(host.dispose()).await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_changes_sees_each_publication_and_ends_with_the_host() {
+    let (_d, host) = host();
+    host.discover([ExtensionDefinition::from_fn("one", |cx| async move {
+        cx.register_tool(descriptor("one"), |_input| async { Ok(json!(1)) })?;
+        Ok(())
+    })])
+    .unwrap();
+    let mut changes = host.tool_changes();
+    let before = changes.publications();
+    assert!(host.tools().is_empty());
+    within(host.activate("one")).await.unwrap();
+    assert!(within(changes.changed()).await, "the commit was published");
+    assert!(changes.publications() > before);
+    assert_eq!(host.tools().names(), ["one"]);
+    within(host.dispose()).await.unwrap();
+    assert!(
+        within(changes.changed()).await,
+        "shutdown emptied the registry"
+    );
+    assert!(host.tools().is_empty());
+    drop(host);
+    drop(_d);
+    assert!(
+        !within(changes.changed()).await,
+        "no publications once the host is gone"
+    );
+}
