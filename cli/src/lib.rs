@@ -44,6 +44,7 @@ pub mod example;
 mod explore;
 mod inspect;
 mod resources;
+pub mod signals;
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: u8 = 0;
@@ -102,7 +103,8 @@ where
 
 /// Like [`run`], writing the report to `out` and diagnostics to `err`
 /// (`check`'s live progress still goes to the process's stderr). Returns
-/// [`EXIT_OK`], [`EXIT_FAILED`] or [`EXIT_USAGE`].
+/// [`EXIT_OK`], [`EXIT_FAILED`] or [`EXIT_USAGE`], or 130 or 143 when
+/// `call` was interrupted by SIGINT or SIGTERM ([`signals`]).
 pub fn run_with_output<I, T>(
     args: I,
     factories: InProcessFactories,
