@@ -97,10 +97,21 @@ fn hostile_manifest_args(dir: &Path, id: &str, args: &[&str], extra: Value) -> P
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(
         folder.join("extension.json"),
-        json!({"id": id, "runtime": runtime, "permissions": ["tools.register"]}).to_string(),
+        json!({"id": id, "runtime": runtime, "permissions": ["tools.register"],
+               "deferred": {"tools": fixture_tools()}})
+        .to_string(),
     )
     .unwrap();
     folder
+}
+
+/// The tools every mode of the fixture lists (its `TOOLS`), declared so
+/// `exthost call` finds them before starting anything (M-4).
+fn fixture_tools() -> Vec<Value> {
+    ["t", "crash", "hang", "escape", "sid"]
+        .iter()
+        .map(|n| json!({"name": n, "description": n, "inputSchema": {"type": "object"}}))
+        .collect()
 }
 
 fn status_kb(pid: u32, field: &str) -> Option<u64> {
@@ -352,6 +363,7 @@ async fn each_child_leads_a_session_of_its_own() {
     let _reaper = Reaper(m.clone());
     let w = world();
     hostile_manifest(w.folder.path(), "n", "normal", &m, json!({}));
+    w.discover("n");
     within(w.host.activate("n")).await.unwrap();
     let out = within(w.host.call_tool("n:sid", json!({}))).await.unwrap();
     let ids: Value = serde_json::from_str(out["content"][0]["text"].as_str().unwrap()).unwrap();
@@ -391,7 +403,7 @@ fn a_relative_folder_runs_a_relative_command() {
     std::fs::write(
         folder.join("extension.json"),
         json!({"id": "rel", "runtime": {"kind": "process", "command": "./run.sh"},
-               "permissions": ["tools.register"]})
+               "permissions": ["tools.register"], "deferred": {"tools": fixture_tools()}})
         .to_string(),
     )
     .unwrap();

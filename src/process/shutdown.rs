@@ -58,31 +58,48 @@ pub(crate) fn group_exists(pgid: u32) -> bool {
 }
 
 /// How many `/proc` scans in a row must find no live member before the
-/// group counts as gone while zombies remain in it: one scan can miss a
-/// process whose pid changes while it runs (a member that keeps forking).
+/// group counts as gone while `kill(-pgid, 0)` still succeeds: one scan can
+/// miss a process whose pid changes while it runs (a member that keeps
+/// forking).
 #[cfg(target_os = "linux")]
 const EMPTY_SCANS: usize = 3;
 
 /// True while a process that is not a zombie is in group `pgid`. A zombie
 /// whose parent is gone waits for init (or a subreaper) to reap it; it
 /// runs no code, so it does not keep the group alive (on Linux, `/proc`
-/// tells them apart). Zombies of the group that are this process's own
-/// children (reparented to it as a subreaper) are reaped here, except the
-/// leader `leader`, which its own task reaps.
+/// tells them apart). But `kill(-pgid, 0)` is the truth about whether the
+/// group exists, and a scan of `/proc` is not atomic: so the group counts
+/// as gone only when that fails, or when [`EMPTY_SCANS`] scans in a row
+/// find no live member and the same, non-empty, set of zombies (a scan
+/// that sees no member at all while the group exists, or zombies that
+/// change from scan to scan, means a member is moving: alive). Zombies of
+/// the group that are this process's own children (reparented to it as a
+/// subreaper) are reaped here, except the leader `leader`, which its own
+/// task reaps.
 pub(crate) fn group_alive(pgid: u32, leader: Option<u32>) -> bool {
     group_exists(pgid) && live_member(pgid, leader)
 }
 
 #[cfg(target_os = "linux")]
 fn live_member(pgid: u32, leader: Option<u32>) -> bool {
-    for _ in 0..EMPTY_SCANS {
-        match scan_group(pgid, leader) {
-            None | Some(true) => return true,
-            Some(false) => {
-                if !group_exists(pgid) {
-                    return false;
-                }
-            }
+    let mut first: Option<std::collections::BTreeSet<u32>> = None;
+    for scan in 0..EMPTY_SCANS {
+        if scan > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let Some((live, zombies)) = scan_group(pgid, leader) else {
+            return true;
+        };
+        if !group_exists(pgid) {
+            return false;
+        }
+        if live || zombies.is_empty() {
+            return true;
+        }
+        match &first {
+            None => first = Some(zombies),
+            Some(seen) if zombies.is_subset(seen) => {}
+            Some(_) => return true,
         }
     }
     false
@@ -93,17 +110,19 @@ fn live_member(_pgid: u32, _leader: Option<u32>) -> bool {
     true
 }
 
-/// One scan of `/proc`: `Some(true)` when it lists a non-zombie process of
-/// group `pgid`, `None` when `/proc` cannot be read. Reaps the group's
-/// zombies that are this process's children (not `leader`).
+/// One scan of `/proc`: whether it lists a non-zombie process of group
+/// `pgid`, and the zombies of the group it lists (not counting those it
+/// reaps: this process's own children other than `leader`); `None` when
+/// `/proc` cannot be read.
 #[cfg(target_os = "linux")]
-fn scan_group(pgid: u32, leader: Option<u32>) -> Option<bool> {
+fn scan_group(pgid: u32, leader: Option<u32>) -> Option<(bool, std::collections::BTreeSet<u32>)> {
     let me = rustix::process::getpid()
         .as_raw_nonzero()
         .get()
         .unsigned_abs();
     let entries = std::fs::read_dir("/proc").ok()?;
     let mut live = false;
+    let mut zombies = std::collections::BTreeSet::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -119,9 +138,11 @@ fn scan_group(pgid: u32, leader: Option<u32>) -> Option<bool> {
             live = true;
         } else if ppid == me && Some(pid) != leader {
             reap(pid);
+        } else {
+            zombies.insert(pid);
         }
     }
-    Some(live)
+    Some((live, zombies))
 }
 
 /// `(state, ppid, pgrp)` of a process, from `/proc/<pid>/stat`.
