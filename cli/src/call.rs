@@ -26,9 +26,43 @@ pub(crate) struct CallArgs {
     /// Activation deadline in seconds.
     #[arg(long, default_value_t = 10)]
     activation_deadline: u64,
-    /// Deadline of each cleanup step at shutdown, in seconds.
-    #[arg(long, default_value_t = 5)]
-    cleanup_deadline: u64,
+    /// Deadline of the tool call in seconds (the call fails with
+    /// `EXTENSION_TIMEOUT` after it).
+    #[arg(long, default_value_t = DEFAULT_CALL_DEADLINE_SECS)]
+    call_deadline: u64,
+    /// Deadline of each cleanup step at shutdown, in seconds. Default: room
+    /// for the whole shutdown ladder of the slowest process extension
+    /// (twice its `shutdownTimeoutMs`, plus 6 s), at least 15 s.
+    #[arg(long)]
+    cleanup_deadline: Option<u64>,
+}
+
+/// The default of `--call-deadline`, in seconds.
+pub(crate) const DEFAULT_CALL_DEADLINE_SECS: u64 = 120;
+/// The least default cleanup deadline, in seconds.
+const MIN_CLEANUP_DEADLINE_SECS: u64 = 15;
+
+/// The default cleanup deadline for the manifests of `dir`: the longest
+/// shutdown ladder (close stdin, grace, SIGTERM, grace, SIGKILL and up to
+/// 5 s to reap) plus 1 s, and at least 15 s, so the host never abandons a
+/// disposer that is still inside its own deadlines.
+fn default_cleanup_deadline(dir: &std::path::Path) -> Duration {
+    let longest_grace = exthost::manifest::load_manifest_dir(dir)
+        .map(|loaded| {
+            loaded
+                .iter()
+                .filter_map(|l| match l.manifest.runtime() {
+                    exthost::manifest::Runtime::Process(p) => Some(p.shutdown_timeout_ms().map_or(
+                        exthost::process::DEFAULT_SHUTDOWN_GRACE,
+                        Duration::from_millis,
+                    )),
+                    exthost::manifest::Runtime::InProcess => None,
+                })
+                .max()
+                .unwrap_or_default()
+        })
+        .unwrap_or(exthost::process::DEFAULT_SHUTDOWN_GRACE);
+    (longest_grace * 2 + Duration::from_secs(6)).max(Duration::from_secs(MIN_CLEANUP_DEADLINE_SECS))
 }
 
 fn describe(e: &HostError) -> String {
@@ -58,10 +92,14 @@ pub(crate) fn run(
     // the manifest folder itself.
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", &args.dir)])
         .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+    let cleanup = args
+        .cleanup_deadline
+        .map_or_else(|| default_cleanup_deadline(&args.dir), Duration::from_secs);
     let host = ExtensionHost::new(
         HostOptions::new(resources)
             .with_activation_deadline(Duration::from_secs(args.activation_deadline))
-            .with_cleanup_deadline(Duration::from_secs(args.cleanup_deadline)),
+            .with_call_deadline(Duration::from_secs(args.call_deadline))
+            .with_cleanup_deadline(cleanup),
     )
     .map_err(|e| Failure::failed(describe(&e)))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -69,6 +107,11 @@ pub(crate) fn run(
         .build()
         .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async {
+        // SIGINT and SIGTERM run `dispose`; a second one kills the servers'
+        // groups; descendants that escape their group are adopted and
+        // killed at the end (cli/src/signals.rs).
+        let mut supervisor = crate::signals::Supervisor::install()
+            .map_err(|e| Failure::failed(format!("cannot handle signals: {e}")))?;
         if let Err(e) = host.discover_manifest_dir(&args.dir, factories) {
             if let HostError::ManifestDiscovery { failures } = &e {
                 for f in failures {
@@ -92,7 +135,7 @@ pub(crate) fn run(
         {
             Some(info) => info.name.to_owned(),
             None => {
-                let _ = host.dispose().await;
+                let _ = supervisor.dispose(host.dispose()).await;
                 return Err(Failure::usage(format!(
                     "TOOL_NOT_FOUND: no tool named {:?}; tools: {}",
                     args.tool,
@@ -100,14 +143,36 @@ pub(crate) fn run(
                 )));
             }
         };
-        let result = host.call_tool_activating(&name, input).await;
+        let result = supervisor
+            .run(host.call_tool_activating(&name, input))
+            .await;
         let started: Vec<String> = host
             .extensions()
             .into_iter()
             .filter(|e| e.status == Status::Active)
             .map(|e| e.id)
             .collect();
-        let disposed = host.dispose().await;
+        if let Some(signal) = supervisor.interrupted_by() {
+            writeln!(
+                err,
+                "exthost: interrupted by signal {signal}; shutting down (a second signal kills the servers)"
+            )?;
+        }
+        let disposed = supervisor.dispose(host.dispose()).await;
+        if let Some(code) = supervisor.exit_code() {
+            if supervisor.forced() {
+                writeln!(err, "exthost: second signal: killed the servers' process groups")?;
+            } else if let Some(Err(e)) = &disposed {
+                writeln!(err, "exthost: shutdown: {}", describe(e))?;
+            }
+            return Ok(code);
+        }
+        let Some(result) = result else {
+            return Ok(EXIT_FAILED);
+        };
+        let Some(disposed) = disposed else {
+            return Ok(EXIT_FAILED);
+        };
         let mut code = EXIT_OK;
         match &result {
             Ok(value) => {

@@ -101,6 +101,80 @@ fn trigger_text(t: &Trigger) -> String {
     }
 }
 
+/// Why an environment name the manifest passes through deserves a look:
+/// names that change how programs load code or find modules, and names that
+/// look like secrets; `None` for an ordinary name.
+pub(crate) fn env_warning(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    const LOADING: &[&str] = &[
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5LIB",
+        "PERL5OPT",
+        "RUBYLIB",
+        "RUBYOPT",
+        "JAVA_TOOL_OPTIONS",
+        "BASH_ENV",
+        "ENV",
+    ];
+    if LOADING.contains(&upper.as_str()) || upper.starts_with("DYLD_") {
+        return Some("changes how programs load code");
+    }
+    const SECRET: &[&str] = &[
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE_KEY",
+        "CREDENTIAL",
+        "AUTH",
+        "SESSION",
+        "COOKIE",
+    ];
+    if SECRET.iter().any(|s| upper.contains(s))
+        || upper.ends_with("_KEY")
+        || upper.ends_with("_PAT")
+    {
+        return Some("looks like a secret (it changes how programs authenticate)");
+    }
+    None
+}
+
+/// An argument as a shell would need it: bare when plain, quoted otherwise.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("{word:?}")
+    }
+}
+
+/// What a process manifest runs, as JSON (`null` for in-process).
+fn process_json(r: &Runtime) -> Value {
+    match r {
+        Runtime::InProcess => Value::Null,
+        Runtime::Process(p) => json!({
+            "command": p.command(),
+            "args": p.args(),
+            "env": p.env(),
+            "base_env": exthost::process::BASE_ENV_ALLOW_LIST,
+            "warnings": p.env().iter().filter_map(|n| env_warning(n).map(|w| json!({"name": n, "why": w}))).collect::<Vec<_>>(),
+        }),
+    }
+}
+
 fn runtime_text(r: &Runtime) -> String {
     match r {
         Runtime::InProcess => "in-process".into(),
@@ -147,6 +221,7 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
                 "file": v.file.display().to_string(),
                 "class": m.classification().as_str(),
                 "runtime": runtime_text(m.runtime()),
+                "process": process_json(m.runtime()),
                 "earliest_trigger": trigger_json(&m.earliest_trigger()),
                 "hooks": m.hooks(),
                 "tools": m.dormant_tools().iter().map(|t| json!({
@@ -197,6 +272,34 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
             writeln!(out, "\n{} ({})", m.id(), v.file.display())?;
             writeln!(out, "  class: {}", m.classification().as_str())?;
             writeln!(out, "  runtime: {}", runtime_text(m.runtime()))?;
+            if let Runtime::Process(p) = m.runtime() {
+                writeln!(out, "  command: {}", shell_word(p.command()))?;
+                let args: Vec<String> = p.args().iter().map(|a| shell_word(a)).collect();
+                writeln!(
+                    out,
+                    "  args: {}",
+                    if args.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        args.join(" ")
+                    }
+                )?;
+                writeln!(
+                    out,
+                    "  environment: {} (when the host has them){}",
+                    exthost::process::BASE_ENV_ALLOW_LIST.join(", "),
+                    if p.env().is_empty() {
+                        String::new()
+                    } else {
+                        format!(", plus {}", p.env().join(", "))
+                    }
+                )?;
+                for name in p.env() {
+                    if let Some(why) = env_warning(name) {
+                        writeln!(out, "  warning: environment name {name} {why}")?;
+                    }
+                }
+            }
             writeln!(
                 out,
                 "  earliest trigger: {}",

@@ -50,6 +50,7 @@ mod inspect;
 mod lock;
 mod resources;
 mod serve;
+pub mod signals;
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: u8 = 0;
@@ -114,7 +115,8 @@ where
 
 /// Like [`run`], writing the report to `out` and diagnostics to `err`
 /// (`check`'s live progress still goes to the process's stderr). Returns
-/// [`EXIT_OK`], [`EXIT_FAILED`] or [`EXIT_USAGE`].
+/// [`EXIT_OK`], [`EXIT_FAILED`] or [`EXIT_USAGE`], or 130 or 143 when
+/// `call` was interrupted by SIGINT or SIGTERM ([`signals`]).
 pub fn run_with_output<I, T>(
     args: I,
     factories: InProcessFactories,

@@ -64,6 +64,7 @@ impl ClientHandler for Handler {
 pub(crate) struct Session {
     pub(crate) extension: String,
     pid: Option<u32>,
+    exited: tokio::sync::watch::Receiver<Option<String>>,
     child: tokio::sync::Mutex<Option<ChildGuard>>,
     closer: StdinCloser,
     pub(crate) fault: FaultCell,
@@ -88,6 +89,7 @@ impl Session {
         Self {
             extension,
             pid: child.pid(),
+            exited: child.exited.clone(),
             child: tokio::sync::Mutex::new(Some(child)),
             closer,
             fault,
@@ -133,38 +135,26 @@ impl Session {
         *leases == 0
     }
 
-    /// Once the session has ended on its own (the child crashed or broke
-    /// the protocol), reaps the child as soon as it has exited, so a dead
-    /// child is no zombie even before disposal. Disposal still signals the
-    /// rest of its group.
-    pub(crate) fn reap_when_ended(self: &std::sync::Arc<Self>) {
-        let session = std::sync::Arc::downgrade(self);
-        let (fault, stop) = (self.fault.clone(), self.stop.clone());
+    /// Crash detection (P-7): the moment the leader exits (its task has
+    /// reaped it), the session ends with `EXTENSION_PROCESS_EXITED`, even
+    /// while a descendant keeps the child's stdout open. A short pause
+    /// first lets the reader take what the leader wrote before it exited.
+    pub(crate) fn watch_leader(&self) {
+        let (mut exited, fault, stop) =
+            (self.exited.clone(), self.fault.clone(), self.stop.clone());
         tokio::spawn(async move {
-            tokio::select! {
+            let status = tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = fault.wait() => {}
-            }
-            loop {
-                let Some(session) = session.upgrade() else {
-                    return;
-                };
-                if stop.is_cancelled() {
-                    return;
-                }
-                if let Some(guard) = session.child.lock().await.as_mut() {
-                    if guard.reaped {
-                        return;
-                    }
-                    if let Ok(Some(_)) = guard.child.try_wait() {
-                        guard.reaped = true;
-                        return;
-                    }
-                } else {
-                    return;
-                }
-                drop(session);
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                status = exited.wait_for(Option::is_some) => match status {
+                    Ok(status) => status.clone().unwrap_or_default(),
+                    Err(_) => return,
+                },
+            };
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if !stop.is_cancelled() {
+                fault.set(ProcessFault::Exited(format!(
+                    "the server exited ({status})"
+                )));
             }
         });
     }
@@ -218,12 +208,20 @@ impl Session {
         }
     }
 
+    /// Maps a failed listing to a fault.
+    pub(crate) fn list_fault(&self, error: super::listing::ListError) -> ProcessFault {
+        match error {
+            super::listing::ListError::Service(e) => self.fault_of(&e),
+            super::listing::ListError::Fault(fault) => fault,
+        }
+    }
+
     /// Kills the whole group at once (a failed start) and reaps the leader.
     pub(crate) async fn kill_now(&self) {
         self.stop.cancel();
         let guard = self.child.lock().await.take();
         if let Some(mut guard) = guard {
-            self.closer.close().await;
+            self.closer.close();
             shutdown_child(&mut guard, Duration::ZERO).await;
         }
         self.drop_service();
@@ -231,12 +229,15 @@ impl Session {
 
     /// P-3: close stdin, wait `grace`, SIGTERM the group, wait `grace`,
     /// SIGKILL the group, reap. Idempotent: a second call does nothing.
+    /// Nothing here waits on the child's stdin (closing it never waits), so
+    /// whatever the child writes, this ends within twice `grace` plus the
+    /// bounded wait after SIGKILL.
     pub(crate) async fn shutdown(&self, grace: Duration) -> Option<ShutdownOutcome> {
         self.stop.cancel();
         let guard = self.child.lock().await.take();
         let outcome = match guard {
             Some(mut guard) => {
-                self.closer.close().await;
+                self.closer.close();
                 let outcome = shutdown_child(&mut guard, grace).await;
                 if outcome != ShutdownOutcome::ExitedOnClose {
                     tracing::warn!(

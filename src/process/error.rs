@@ -51,12 +51,49 @@ impl std::fmt::Display for ProcessFault {
     }
 }
 
+/// The one escaping function for text that comes from a child (P-7): every
+/// error message and diagnostic that embeds what a server sent (a JSON-RPC
+/// error message, a line, its stderr, a cursor) goes through it. Control
+/// characters (newlines, ESC, BEL: no forged lines, no ANSI or OSC
+/// sequences), format characters (U+202E and the other bidirectional
+/// controls, zero-width characters), line and paragraph separators,
+/// private-use and unassigned code points, and the backslash are written as
+/// escapes (`\n`, `\u{1b}`, `\\`); everything else is kept.
+pub fn escape_child_text(text: &str) -> String {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if matches!(
+                c.general_category(),
+                G::Control
+                    | G::Format
+                    | G::LineSeparator
+                    | G::ParagraphSeparator
+                    | G::PrivateUse
+                    | G::Surrogate
+                    | G::Unassigned
+            ) =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// At most [`MAX_QUOTED_BYTES`] bytes of `bytes`, lossily decoded and
-/// escaped, with the total length when something was cut.
+/// escaped ([`escape_child_text`]), in quotes, with the total length when
+/// something was cut.
 pub fn quote_prefix(bytes: &[u8]) -> String {
     let cut = bytes.len().min(MAX_QUOTED_BYTES);
     let text = String::from_utf8_lossy(&bytes[..cut]);
-    let escaped: String = text.escape_debug().collect();
+    let escaped = escape_child_text(&text).replace('"', "\\\"");
     if cut < bytes.len() {
         format!("\"{escaped}\"... ({} bytes in all)", bytes.len())
     } else {
@@ -65,16 +102,21 @@ pub fn quote_prefix(bytes: &[u8]) -> String {
 }
 
 /// `text` cut to at most [`MAX_QUOTED_BYTES`] bytes (on a character
-/// boundary), for error texts that may embed what the child sent.
+/// boundary) and escaped ([`escape_child_text`]), for error texts that may
+/// embed what the child sent.
 pub fn bounded(text: &str) -> String {
     if text.len() <= MAX_QUOTED_BYTES {
-        return text.to_owned();
+        return escape_child_text(text);
     }
     let mut cut = MAX_QUOTED_BYTES;
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}... ({} bytes in all)", &text[..cut], text.len())
+    format!(
+        "{}... ({} bytes in all)",
+        escape_child_text(&text[..cut]),
+        text.len()
+    )
 }
 
 #[cfg(test)]
@@ -88,5 +130,25 @@ mod tests {
         assert!(q.len() < MAX_QUOTED_BYTES + 40, "{q}");
         assert!(q.ends_with("(10000 bytes in all)"));
         assert_eq!(quote_prefix(b"a\nb"), "\"a\\nb\"");
+    }
+
+    #[test]
+    fn child_text_cannot_forge_lines_or_drive_the_terminal() {
+        let hostile = "bad\nexthost: called x\r\x1b[31mred\x1b]0;t\x07 \u{202e}exe \u{2028}\\";
+        let escaped = bounded(hostile);
+        assert!(
+            escaped
+                .chars()
+                .all(|c| !c.is_control() && c != '\u{202e}' && c != '\u{2028}'),
+            "{escaped:?}"
+        );
+        assert_eq!(
+            escaped,
+            "bad\\nexthost: called x\\r\\u{1b}[31mred\\u{1b}]0;t\\u{7} \\u{202e}exe \\u{2028}\\\\"
+        );
+        assert_eq!(
+            escape_child_text("caf\u{e9} \u{1F600}"),
+            "caf\u{e9} \u{1F600}"
+        );
     }
 }

@@ -184,12 +184,12 @@ impl Watcher {
             message: fault.message().to_owned(),
         };
         let peer = session.peer().map_err(failed)?;
-        match tokio::time::timeout(self.deadline, peer.list_all_tools()).await {
+        match tokio::time::timeout(self.deadline, super::listing::list_all_tools(&peer)).await {
             Err(_) => Err(ListChange::ListingFailed {
                 code: crate::error::codes::EXTENSION_TIMEOUT,
                 message: format!("tools/list took over {} ms", self.deadline.as_millis()),
             }),
-            Ok(Err(e)) => Err(failed(session.fault_of(&e))),
+            Ok(Err(e)) => Err(failed(session.list_fault(e))),
             Ok(Ok(tools)) => Ok(tool_keys(&tools)),
         }
     }

@@ -22,8 +22,10 @@
 //! child may see.
 
 mod client;
+pub mod containment;
 mod error;
 mod list_changed;
+mod listing;
 mod monitor;
 mod progress;
 mod proxy;
@@ -47,13 +49,17 @@ use crate::host::{
 use crate::manifest::{Manifest, ProcessRuntime, Runtime};
 
 pub use client::client_info;
-pub use error::{MAX_QUOTED_BYTES, ProcessFault, bounded, quote_prefix};
+pub use error::{MAX_QUOTED_BYTES, ProcessFault, bounded, escape_child_text, quote_prefix};
+pub use listing::{MAX_LIST_BYTES, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 pub use monitor::{ListChange, ProcessMonitor};
 pub use proxy::result_value;
 pub use shutdown::ShutdownOutcome;
 pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
 pub use stderr::{MAX_STDERR_KEPT, StderrDiagnostic};
-pub use transport::MAX_LINE_BYTES;
+pub use transport::{
+    MAX_LINE_BYTES, MAX_REFUSED_SERVER_REQUESTS, MAX_SERVER_REQUESTS_IN_FLIGHT,
+    STDIN_WRITE_DEADLINE,
+};
 
 /// Spawn, handshake and tool listing must finish within this unless the
 /// manifest sets `runtime.startupTimeoutMs`.
@@ -184,6 +190,7 @@ impl ProcessExtension {
             transport.closer(),
             fault,
         ));
+        session.watch_leader();
 
         // The disposer first: a later failure, a cancellation or a deadline
         // rolls back through it, so the child never outlives a failed start.
@@ -203,11 +210,9 @@ impl ProcessExtension {
                     ))
                 })
             })?;
-            let tools = service
-                .peer()
-                .list_all_tools()
+            let tools = listing::list_all_tools(service.peer())
                 .await
-                .map_err(|e| session.fault_of(&e))?;
+                .map_err(|e| session.list_fault(e))?;
             Ok::<_, ProcessFault>((service, tools))
         };
         let started = tokio::select! {
@@ -234,7 +239,6 @@ impl ProcessExtension {
             }
         };
         session.attach(service);
-        session.reap_when_ended();
         self.monitor.0.set_session(&session);
 
         self.register_generation(&cx, &session, &tools, deadlines, &context)?;
@@ -270,14 +274,14 @@ impl ProcessExtension {
         }
         let peer = session.peer().map_err(|f| f.to_extension_error(context))?;
         let listed = tokio::select! {
-            listed = tokio::time::timeout(deadlines.startup, peer.list_all_tools()) => listed,
+            listed = tokio::time::timeout(deadlines.startup, listing::list_all_tools(&peer)) => listed,
             _ = cx.cancellation().cancelled() => {
                 return Err(ExtensionError::new(format!("{context}: activation cancelled")));
             }
         };
         let tools = match listed {
             Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => return Err(session.fault_of(&e).to_extension_error(context)),
+            Ok(Err(e)) => return Err(session.list_fault(e).to_extension_error(context)),
             Err(_) => {
                 return Err(ProcessFault::Timeout(format!(
                     "the server did not answer tools/list within {} ms",

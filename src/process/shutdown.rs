@@ -1,6 +1,7 @@
 //! P-3: disposal. Close stdin, wait up to the grace period for the child to
 //! exit, then SIGTERM its process group, wait again, then SIGKILL the group
-//! and reap the leader. Never a zombie of ours, never a member of the group
+//! and reap the leader; and SIGKILL the group whenever any member is still
+//! in it at the end. Never a zombie of ours, never a member of the group
 //! left running.
 
 use std::time::Duration;
@@ -37,25 +38,17 @@ pub(crate) fn signal_group(pgid: u32, signal: GroupSignal) -> std::io::Result<()
     }
 }
 
-/// True while a process that is not a zombie is in group `pgid`. A zombie
-/// whose parent is gone waits for init to reap it; it runs no code, so it
-/// does not keep the group alive (on Linux, `/proc` tells them apart).
-pub(crate) fn group_alive(pgid: u32) -> bool {
+/// True while any process (a zombie included) is in group `pgid`:
+/// `kill(-pgid, 0)` succeeds. While it does, the group id stays reserved,
+/// so signalling the group cannot reach anyone else.
+pub(crate) fn group_exists(pgid: u32) -> bool {
     #[cfg(unix)]
     {
         use rustix::process::{Pid, test_kill_process_group};
-        let any = i32::try_from(pgid)
+        i32::try_from(pgid)
             .ok()
             .and_then(Pid::from_raw)
-            .is_some_and(|pid| test_kill_process_group(pid).is_ok());
-        if !any {
-            return false;
-        }
-        #[cfg(target_os = "linux")]
-        if let Some(live) = live_member_in_proc(pgid) {
-            return live;
-        }
-        true
+            .is_some_and(|pid| test_kill_process_group(pid).is_ok())
     }
     #[cfg(not(unix))]
     {
@@ -64,32 +57,115 @@ pub(crate) fn group_alive(pgid: u32) -> bool {
     }
 }
 
-/// `Some(true)` when `/proc` lists a non-zombie process of group `pgid`,
-/// `None` when `/proc` cannot be read.
+/// How many `/proc` scans in a row must find no live member before the
+/// group counts as gone while `kill(-pgid, 0)` still succeeds: one scan can
+/// miss a process whose pid changes while it runs (a member that keeps
+/// forking).
 #[cfg(target_os = "linux")]
-fn live_member_in_proc(pgid: u32) -> Option<bool> {
+const EMPTY_SCANS: usize = 3;
+
+/// True while a process that is not a zombie is in group `pgid`. A zombie
+/// whose parent is gone waits for init (or a subreaper) to reap it; it
+/// runs no code, so it does not keep the group alive (on Linux, `/proc`
+/// tells them apart). But `kill(-pgid, 0)` is the truth about whether the
+/// group exists, and a scan of `/proc` is not atomic: so the group counts
+/// as gone only when that fails, or when [`EMPTY_SCANS`] scans in a row
+/// find no live member and the same, non-empty, set of zombies (a scan
+/// that sees no member at all while the group exists, or zombies that
+/// change from scan to scan, means a member is moving: alive). Zombies of
+/// the group that are this process's own children (reparented to it as a
+/// subreaper) are reaped here, except the leader `leader`, which its own
+/// task reaps.
+pub(crate) fn group_alive(pgid: u32, leader: Option<u32>) -> bool {
+    group_exists(pgid) && live_member(pgid, leader)
+}
+
+#[cfg(target_os = "linux")]
+fn live_member(pgid: u32, leader: Option<u32>) -> bool {
+    let mut first: Option<std::collections::BTreeSet<u32>> = None;
+    for scan in 0..EMPTY_SCANS {
+        if scan > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let Some((live, zombies)) = scan_group(pgid, leader) else {
+            return true;
+        };
+        if !group_exists(pgid) {
+            return false;
+        }
+        if live || zombies.is_empty() {
+            return true;
+        }
+        match &first {
+            None => first = Some(zombies),
+            Some(seen) if zombies.is_subset(seen) => {}
+            Some(_) => return true,
+        }
+    }
+    false
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_member(_pgid: u32, _leader: Option<u32>) -> bool {
+    true
+}
+
+/// One scan of `/proc`: whether it lists a non-zombie process of group
+/// `pgid`, and the zombies of the group it lists (not counting those it
+/// reaps: this process's own children other than `leader`); `None` when
+/// `/proc` cannot be read.
+#[cfg(target_os = "linux")]
+fn scan_group(pgid: u32, leader: Option<u32>) -> Option<(bool, std::collections::BTreeSet<u32>)> {
+    let me = rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs();
     let entries = std::fs::read_dir("/proc").ok()?;
+    let mut live = false;
+    let mut zombies = std::collections::BTreeSet::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some((state, ppid, pgrp)) = proc_stat(pid) else {
             continue;
         };
-        // "pid (comm) state ppid pgrp ...": comm may hold anything, so
-        // parse after its last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        if pgrp != pgid {
             continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
-        if pgrp == Some(pgid) && state != Some("Z") {
-            return Some(true);
+        }
+        if state != 'Z' {
+            live = true;
+        } else if ppid == me && Some(pid) != leader {
+            reap(pid);
+        } else {
+            zombies.insert(pid);
         }
     }
-    Some(false)
+    Some((live, zombies))
+}
+
+/// `(state, ppid, pgrp)` of a process, from `/proc/<pid>/stat`.
+#[cfg(target_os = "linux")]
+pub(crate) fn proc_stat(pid: u32) -> Option<(char, u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ...": comm may hold anything, so parse
+    // after its last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+/// Reaps our child `pid` if it has exited (never blocks).
+#[cfg(target_os = "linux")]
+pub(crate) fn reap(pid: u32) {
+    use rustix::process::{Pid, WaitOptions, waitpid};
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = waitpid(Some(pid), WaitOptions::NOHANG);
+    }
 }
 
 /// How a shutdown ended.
@@ -104,21 +180,22 @@ pub enum ShutdownOutcome {
     Killed,
 }
 
-/// Waits up to `grace` for the leader to exit (reaping it) and for the
-/// rest of its group to go.
+/// Waits up to `grace` for the leader to exit (its task reaps it) and for
+/// the rest of its group to go.
 async fn wait_gone(guard: &mut ChildGuard, grace: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + grace;
-    if !guard.reaped {
-        match tokio::time::timeout_at(deadline, guard.child.wait()).await {
-            Ok(_) => guard.reaped = true,
-            Err(_) => return false,
-        }
+    let mut exited = guard.exited.clone();
+    if tokio::time::timeout_at(deadline, exited.wait_for(Option::is_some))
+        .await
+        .is_err()
+    {
+        return false;
     }
     let Some(pgid) = guard.pid() else {
         return true;
     };
     loop {
-        if !group_alive(pgid) {
+        if !group_alive(pgid, guard.pid()) {
             return true;
         }
         if tokio::time::Instant::now() >= deadline {
@@ -129,33 +206,34 @@ async fn wait_gone(guard: &mut ChildGuard, grace: Duration) -> bool {
 }
 
 /// Shuts the child down after its stdin was closed: wait, SIGTERM, wait,
-/// SIGKILL, reap.
+/// SIGKILL, reap. While `kill(-pgid, 0)` still succeeds at the end (a
+/// member the scans missed, or zombies), the ladder ends with SIGKILL of
+/// the group: the id is reserved while any member exists, so it reaches no
+/// one else.
 pub(crate) async fn shutdown_child(guard: &mut ChildGuard, grace: Duration) -> ShutdownOutcome {
-    if wait_gone(guard, grace).await {
-        guard.done = true;
-        return ShutdownOutcome::ExitedOnClose;
-    }
-    if let Some(pgid) = guard.pid() {
-        let _ = signal_group(pgid, GroupSignal::Term);
-    }
-    if wait_gone(guard, grace).await {
-        guard.done = true;
-        return ShutdownOutcome::Terminated;
-    }
-    if let Some(pgid) = guard.pid() {
+    let outcome = if wait_gone(guard, grace).await {
+        ShutdownOutcome::ExitedOnClose
+    } else {
+        if let Some(pgid) = guard.pid() {
+            let _ = signal_group(pgid, GroupSignal::Term);
+        }
+        if wait_gone(guard, grace).await {
+            ShutdownOutcome::Terminated
+        } else {
+            ShutdownOutcome::Killed
+        }
+    };
+    if let Some(pgid) = guard.pid()
+        && group_exists(pgid)
+    {
         let _ = signal_group(pgid, GroupSignal::Kill);
     }
-    // SIGKILL cannot be ignored: the leader exits; reap it (bounded anyway,
-    // so a process stuck in the kernel cannot wedge disposal).
-    if !guard.reaped {
-        let _ = guard.child.start_kill();
-        if tokio::time::timeout(Duration::from_secs(5), guard.child.wait())
-            .await
-            .is_ok()
-        {
-            guard.reaped = true;
-        }
+    if outcome == ShutdownOutcome::Killed {
+        // SIGKILL cannot be ignored: wait for the leader to be reaped and
+        // the group to empty (bounded anyway, so a process stuck in the
+        // kernel cannot wedge disposal).
+        let _ = wait_gone(guard, Duration::from_secs(5)).await;
     }
     guard.done = true;
-    ShutdownOutcome::Killed
+    outcome
 }

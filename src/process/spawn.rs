@@ -1,12 +1,14 @@
 //! P-1: starting the child. A cleared environment plus an allow-list, the
-//! extension's folder as working directory, its own process group, piped
-//! stdio, and a guard that kills the whole group if it is ever dropped.
+//! extension's folder (made absolute) as working directory, its own session
+//! and process group, piped stdio, a task that reaps the leader the moment
+//! it exits, and a guard that kills the whole group if it is ever dropped.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
 
 use super::error::ProcessFault;
 use crate::manifest::ProcessRuntime;
@@ -32,13 +34,58 @@ pub fn child_environment(runtime: &ProcessRuntime) -> Vec<(String, OsString)> {
 
 /// The program to run: a command with a `/` is a path, relative to the
 /// extension's folder; a bare name is looked up on the child's `PATH`.
+/// The folder is made absolute first (against the host's working
+/// directory), so the path stays right once the child runs in the folder.
 pub fn resolve_program(command: &str, folder: &Path) -> PathBuf {
     let path = Path::new(command);
     if command.contains('/') && path.is_relative() {
-        folder.join(path)
+        absolute(folder).join(path)
     } else {
         path.to_path_buf()
     }
+}
+
+/// `folder` as an absolute path (unchanged when it cannot be made one).
+fn absolute(folder: &Path) -> PathBuf {
+    std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf())
+}
+
+/// Where `program` is: itself when it is a path, else the first match on
+/// the child's `PATH`; `None` when nothing executable is there.
+fn locate(program: &Path, path_var: Option<&OsString>) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            p.is_file()
+        }
+    };
+    if program.components().count() > 1 || program.is_absolute() {
+        return executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path_var?)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// The `setsid` program that starts each child as a session of its own
+/// (no controlling terminal: it cannot open the host's terminal, and
+/// Ctrl-C in the host's terminal does not reach it). The standard library
+/// has no stable `setsid` for commands and the crate forbids `unsafe` (a
+/// `pre_exec` hook), so the child is started through `setsid PROGRAM
+/// ARGS...`, which calls `setsid()` and `exec`s in place (same pid: it is
+/// not a group leader, so it does not fork). Where no `setsid` program is
+/// installed the child gets its own process group only.
+#[cfg(unix)]
+fn setsid_program() -> Option<&'static Path> {
+    ["/usr/bin/setsid", "/bin/setsid"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
 }
 
 /// A started child: its guard and its three pipes.
@@ -51,26 +98,47 @@ pub(crate) struct Spawned {
 
 /// Spawns the child of `runtime` in `folder`.
 pub(crate) fn spawn(runtime: &ProcessRuntime, folder: &Path) -> Result<Spawned, ProcessFault> {
-    let program = resolve_program(runtime.command(), folder);
-    let mut command = Command::new(&program);
+    let folder = absolute(folder);
+    let environment = child_environment(runtime);
+    let path_var = environment
+        .iter()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value);
+    let cannot_start = |why: &dyn std::fmt::Display| {
+        ProcessFault::Exited(format!(
+            "could not start {:?} in {}: {why}",
+            runtime.command(),
+            folder.display()
+        ))
+    };
+    let program = resolve_program(runtime.command(), &folder);
+    let located = locate(&program, path_var)
+        .ok_or_else(|| cannot_start(&"no such executable file (on the child's PATH)"))?;
+    #[cfg(unix)]
+    let mut command = match setsid_program() {
+        Some(setsid) => {
+            let mut c = Command::new(setsid);
+            c.arg(&located);
+            c
+        }
+        None => {
+            let mut c = Command::new(&located);
+            c.process_group(0);
+            c
+        }
+    };
+    #[cfg(not(unix))]
+    let mut command = Command::new(&located);
     command
         .args(runtime.args())
         .env_clear()
-        .envs(child_environment(runtime))
-        .current_dir(folder)
+        .envs(environment)
+        .current_dir(&folder)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
-    let mut child = command.spawn().map_err(|e| {
-        ProcessFault::Exited(format!(
-            "could not start {:?} in {}: {e}",
-            runtime.command(),
-            folder.display()
-        ))
-    })?;
+    let mut child = command.spawn().map_err(|e| cannot_start(&e))?;
     let pid = child.id();
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -79,11 +147,25 @@ pub(crate) fn spawn(runtime: &ProcessRuntime, folder: &Path) -> Result<Spawned, 
             "the child's stdio pipes were not available".to_owned(),
         ));
     };
+    // The leader is reaped the moment it exits (crash detection races this
+    // against the transport); the guard watches the outcome.
+    let (exited_tx, exited) = watch::channel(None);
+    if let Some(pid) = pid {
+        super::containment::leader_started(pid);
+    }
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        if let Some(pid) = pid {
+            super::containment::leader_reaped(pid);
+        }
+        let _ = exited_tx.send(Some(
+            status.map_or_else(|e| format!("unknown status: {e}"), |s| s.to_string()),
+        ));
+    });
     Ok(Spawned {
         child: ChildGuard {
-            child,
             pid,
-            reaped: false,
+            exited,
             done: false,
         },
         stdin,
@@ -92,13 +174,15 @@ pub(crate) fn spawn(runtime: &ProcessRuntime, folder: &Path) -> Result<Spawned, 
     })
 }
 
-/// Owns the child. Dropping it without a clean [`super::shutdown`] kills
-/// the whole process group at once (and tokio reaps the leader), so no
-/// path leaves the child or its descendants running.
+/// Owns the child's process group. The leader itself is owned by a task
+/// that reaps it as soon as it exits (and kills it if the runtime drops
+/// the task). Dropping the guard without a clean [`super::shutdown`] kills
+/// the whole group at once, so no path leaves the child or its
+/// descendants running.
 pub(crate) struct ChildGuard {
-    pub(crate) child: Child,
     pub(crate) pid: Option<u32>,
-    pub(crate) reaped: bool,
+    /// `Some(status)` once the leader has exited and been reaped.
+    pub(crate) exited: watch::Receiver<Option<String>>,
     /// Set once the shutdown saw the group gone (or killed it): the group id
     /// may then be reused, so it must not be signalled again.
     pub(crate) done: bool,
@@ -109,6 +193,11 @@ impl ChildGuard {
     pub(crate) fn pid(&self) -> Option<u32> {
         self.pid
     }
+
+    /// True once the leader has exited and been reaped.
+    pub(crate) fn reaped(&self) -> bool {
+        self.exited.borrow().is_some()
+    }
 }
 
 impl Drop for ChildGuard {
@@ -117,7 +206,7 @@ impl Drop for ChildGuard {
             // The leader may be gone while its group lives on. Once the
             // leader is reaped, the group id stays reserved only while a
             // member lives: check first, so a reused id is never signalled.
-            if !self.reaped || super::shutdown::group_alive(pid) {
+            if !self.reaped() || super::shutdown::group_exists(pid) {
                 let _ = super::shutdown::signal_group(pid, super::shutdown::GroupSignal::Kill);
             }
         }

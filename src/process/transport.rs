@@ -3,25 +3,60 @@
 //! message closes the session with a recorded [`ProcessFault`] (fail
 //! closed). rmcp's own `AsyncRwTransport` drops oversized lines and skips
 //! unparsable ones and keeps going, which P-3 forbids, so this part is ours.
+//!
+//! Bounded in memory whatever the child sends (P-7):
+//!
+//! * One writer task owns the child's stdin and writes one queued message
+//!   at a time from a bounded queue; a write blocked longer than
+//!   [`STDIN_WRITE_DEADLINE`] (the child stopped reading) is a fault.
+//!   Closing stdin cancels the writer; nothing waits for a write to finish,
+//!   so the shutdown ladder never waits on the child.
+//! * Requests the child sends (`ping`, or anything else) never reach rmcp:
+//!   the transport answers them itself (`ping` with `{}`, anything else
+//!   with "method not found"), with at most
+//!   [`MAX_SERVER_REQUESTS_IN_FLIGHT`] answers queued; each request beyond
+//!   that is refused (an error answer when the queue has room, none when
+//!   it has not), and past [`MAX_REFUSED_SERVER_REQUESTS`] refusals the
+//!   session ends with `EXTENSION_PROTOCOL_ERROR`.
+//! * Receiving races the fault cell, so a fault recorded elsewhere (the
+//!   leader's exit, a stalled write) ends the session at once even while a
+//!   descendant keeps the child's stdout open.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::error::{ProcessFault, quote_prefix};
 
 /// The longest line accepted from a child, newline excluded (P-3).
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// At most this many answers to the child's own requests wait to be
+/// written (P-7).
+pub const MAX_SERVER_REQUESTS_IN_FLIGHT: usize = 16;
+/// The child's requests refused (over [`MAX_SERVER_REQUESTS_IN_FLIGHT`])
+/// past which the session ends with `EXTENSION_PROTOCOL_ERROR` (P-7).
+pub const MAX_REFUSED_SERVER_REQUESTS: u64 = 256;
+/// A write to the child's stdin that blocks longer than this (the child
+/// stopped reading) ends the session with `EXTENSION_PROTOCOL_ERROR` (P-7).
+pub const STDIN_WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// Messages queued for the writer task, all kinds together.
+const OUTGOING_QUEUE: usize = 64;
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// The first fault of a session; later ones are ignored. Setting it
-/// wakes [`FaultCell::wait`].
+/// wakes every [`FaultCell::wait`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FaultCell(Arc<Mutex<Option<ProcessFault>>>, Arc<tokio::sync::Notify>);
+pub(crate) struct FaultCell(Arc<Mutex<Option<ProcessFault>>>, CancellationToken);
 
 impl FaultCell {
     pub(crate) fn set(&self, fault: ProcessFault) {
@@ -29,15 +64,13 @@ impl FaultCell {
             && slot.is_none()
         {
             *slot = Some(fault);
-            self.1.notify_one();
+            self.1.cancel();
         }
     }
 
     /// Resolves once a fault is recorded.
     pub(crate) async fn wait(&self) {
-        if self.get().is_none() {
-            self.1.notified().await;
-        }
+        self.1.cancelled().await;
     }
 
     pub(crate) fn get(&self) -> Option<ProcessFault> {
@@ -45,30 +78,108 @@ impl FaultCell {
     }
 }
 
-type Writer = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
+/// One line for the writer task; `done` learns how the write went.
+struct Outgoing {
+    bytes: Vec<u8>,
+    done: Option<oneshot::Sender<std::io::Result<()>>>,
+    /// An answer to the child's request: counted in flight until written.
+    answer: bool,
+}
+
+/// What one line from the child is.
+#[derive(Debug)]
+enum Incoming {
+    /// A message for rmcp's session.
+    Message(Box<RxJsonRpcMessage<RoleClient>>),
+    /// A request from the child, answered by the transport itself.
+    Request { id: Value, method: String },
+    /// Nothing to do (a notification rmcp cannot type).
+    Skip,
+}
 
 /// rmcp transport over a child's stdin and stdout.
 pub(crate) struct StdioTransport {
     reader: BufReader<ChildStdout>,
     line: Vec<u8>,
-    writer: Writer,
+    outgoing: mpsc::Sender<Outgoing>,
+    in_flight: Arc<AtomicUsize>,
+    refused: u64,
+    stop: CancellationToken,
     fault: FaultCell,
 }
 
 impl StdioTransport {
+    /// The transport, and its writer task (spawned on the current runtime).
     pub(crate) fn new(stdout: ChildStdout, stdin: ChildStdin, fault: FaultCell) -> Self {
+        let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let stop = CancellationToken::new();
+        tokio::spawn(write_loop(
+            stdin,
+            queue,
+            in_flight.clone(),
+            stop.clone(),
+            fault.clone(),
+        ));
         Self {
             reader: BufReader::with_capacity(64 * 1024, stdout),
             line: Vec::new(),
-            writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+            outgoing,
+            in_flight,
+            refused: 0,
+            stop,
             fault,
         }
     }
 
     /// A handle that closes the child's stdin (P-3's first step) even while
-    /// the session owns the transport.
+    /// the session owns the transport. Closing never waits.
     pub(crate) fn closer(&self) -> StdinCloser {
-        StdinCloser(self.writer.clone())
+        StdinCloser(self.stop.clone())
+    }
+
+    /// Answers one request of the child (P-7): `ping` with `{}`, anything
+    /// else with "method not found"; refused when too many answers wait.
+    fn answer(&mut self, id: Value, method: &str) -> Result<(), ProcessFault> {
+        let reply = if method == "ping" {
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id,
+                   "error": {"code": METHOD_NOT_FOUND, "message": "method not found"}})
+        };
+        if self.in_flight.load(Ordering::Acquire) < MAX_SERVER_REQUESTS_IN_FLIGHT {
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            let mut bytes = reply.to_string().into_bytes();
+            bytes.push(b'\n');
+            let queued = self.outgoing.try_send(Outgoing {
+                bytes,
+                done: None,
+                answer: true,
+            });
+            if queued.is_ok() {
+                return Ok(());
+            }
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        } else {
+            let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
+                "message": "too many requests in flight toward the host"}});
+            let mut bytes = refusal.to_string().into_bytes();
+            bytes.push(b'\n');
+            let _ = self.outgoing.try_send(Outgoing {
+                bytes,
+                done: None,
+                answer: false,
+            });
+        }
+        self.refused += 1;
+        if self.refused > MAX_REFUSED_SERVER_REQUESTS {
+            return Err(ProcessFault::Protocol(format!(
+                "the child sent more requests than the host answers: over \
+                 {MAX_REFUSED_SERVER_REQUESTS} refused (at most \
+                 {MAX_SERVER_REQUESTS_IN_FLIGHT} in flight)"
+            )));
+        }
+        Ok(())
     }
 
     /// Reads one line into `self.line`, never holding more than
@@ -107,9 +218,10 @@ impl StdioTransport {
     }
 
     /// Parses one line: JSON, a JSON-RPC 2.0 object, and a message rmcp
-    /// knows. A notification rmcp cannot type is skipped (as rmcp does for
+    /// knows, or a request of the child (answered here, never by rmcp). A
+    /// notification rmcp cannot type is skipped (as rmcp does for
     /// compatibility); anything else is a protocol fault.
-    fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleClient>>, ProcessFault> {
+    fn parse(line: &[u8]) -> Result<Incoming, ProcessFault> {
         let bad = |why: &str| {
             ProcessFault::Protocol(format!("the child wrote {why}: {}", quote_prefix(line)))
         };
@@ -121,27 +233,101 @@ impl StdioTransport {
         if !is_jsonrpc {
             return Err(bad("JSON that is not a JSON-RPC 2.0 message"));
         }
-        let is_notification = value.get("id").is_none() && value.get("method").is_some();
+        let method = value.get("method").and_then(Value::as_str);
+        match (value.get("id"), method) {
+            (Some(id @ (Value::String(_) | Value::Number(_))), Some(method)) => {
+                return Ok(Incoming::Request {
+                    id: id.clone(),
+                    method: method.to_owned(),
+                });
+            }
+            (Some(_), Some(_)) => return Err(bad("a request whose id is not a string or number")),
+            _ => {}
+        }
+        let is_notification = value.get("id").is_none() && method.is_some();
         match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
-            Ok(message) => Ok(Some(message)),
+            Ok(message) => Ok(Incoming::Message(Box::new(message))),
             Err(e) if is_notification => {
                 tracing::debug!("skipping a notification the client cannot type: {e}");
-                Ok(None)
+                Ok(Incoming::Skip)
             }
             Err(_) => Err(bad("a JSON-RPC message of an unknown shape")),
         }
     }
 }
 
-/// Closes the child's stdin.
+/// The writer task: owns the child's stdin, writes one queued line at a
+/// time, each within [`STDIN_WRITE_DEADLINE`]. Ends (dropping, and so
+/// closing, stdin) when stopped, when the transport is gone, or on the
+/// first failed or stalled write (a fault).
+async fn write_loop(
+    mut stdin: ChildStdin,
+    mut queue: mpsc::Receiver<Outgoing>,
+    in_flight: Arc<AtomicUsize>,
+    stop: CancellationToken,
+    fault: FaultCell,
+) {
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            message = queue.recv() => match message {
+                Some(message) => message,
+                None => break,
+            },
+        };
+        let write = async {
+            stdin.write_all(&message.bytes).await?;
+            stdin.flush().await
+        };
+        let written = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            written = tokio::time::timeout(STDIN_WRITE_DEADLINE, write) => written,
+        };
+        if message.answer {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        let result = match written {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                fault.set(ProcessFault::Exited(format!(
+                    "writing to the child's stdin failed: {e}"
+                )));
+                Err(e)
+            }
+            Err(_) => {
+                fault.set(ProcessFault::Protocol(format!(
+                    "the child did not read its stdin for {} ms",
+                    STDIN_WRITE_DEADLINE.as_millis()
+                )));
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the child stopped reading its stdin",
+                ))
+            }
+        };
+        let failed = result.is_err();
+        if let Some(done) = message.done {
+            let _ = done.send(result);
+        }
+        if failed {
+            break;
+        }
+    }
+    // Dropping `stdin` closes the pipe: the child sees end of file.
+    queue.close();
+    drop(stdin);
+}
+
+/// Closes the child's stdin: stops the writer task, which drops the pipe.
+/// Never waits, not even for a write the child does not read.
 #[derive(Clone)]
-pub(crate) struct StdinCloser(Writer);
+pub(crate) struct StdinCloser(CancellationToken);
 
 impl StdinCloser {
-    pub(crate) async fn close(&self) {
-        if let Some(mut stdin) = self.0.lock().await.take() {
-            let _ = stdin.shutdown().await;
-        }
+    pub(crate) fn close(&self) {
+        self.0.cancel();
     }
 }
 
@@ -152,35 +338,39 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let writer = self.writer.clone();
-        let fault = self.fault.clone();
+        let outgoing = self.outgoing.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
-            let mut guard = writer.lock().await;
-            let Some(stdin) = guard.as_mut() else {
-                return Err(std::io::Error::new(
+            let closed = || {
+                std::io::Error::new(
                     std::io::ErrorKind::NotConnected,
                     "the child's stdin is closed",
-                ));
+                )
             };
-            let result = async {
-                stdin.write_all(&bytes).await?;
-                stdin.flush().await
-            }
-            .await;
-            if let Err(e) = &result {
-                fault.set(ProcessFault::Exited(format!(
-                    "writing to the child's stdin failed: {e}"
-                )));
-            }
-            result
+            let (done, written) = oneshot::channel();
+            outgoing
+                .send(Outgoing {
+                    bytes,
+                    done: Some(done),
+                    answer: false,
+                })
+                .await
+                .map_err(|_| closed())?;
+            written.await.map_err(|_| closed())?
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            match self.read_line().await {
+            let fault = self.fault.clone();
+            let read = tokio::select! {
+                // A fault recorded elsewhere (the leader exited, a write
+                // stalled, disposal) ends the session at once.
+                _ = fault.wait() => return None,
+                read = self.read_line() => read,
+            };
+            match read {
                 Err(fault) => {
                     self.fault.set(fault);
                     return None;
@@ -200,8 +390,14 @@ impl Transport<RoleClient> for StdioTransport {
                 continue;
             }
             match Self::parse(content) {
-                Ok(Some(message)) => return Some(message),
-                Ok(None) => continue,
+                Ok(Incoming::Message(message)) => return Some(*message),
+                Ok(Incoming::Skip) => continue,
+                Ok(Incoming::Request { id, method }) => {
+                    if let Err(fault) = self.answer(id, &method) {
+                        self.fault.set(fault);
+                        return None;
+                    }
+                }
                 Err(fault) => {
                     self.fault.set(fault);
                     return None;
@@ -211,9 +407,7 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        if let Some(mut stdin) = self.writer.lock().await.take() {
-            let _ = stdin.shutdown().await;
-        }
+        self.stop.cancel();
         Ok(())
     }
 }
@@ -225,6 +419,10 @@ mod tests {
     #[test]
     fn only_json_rpc_messages_pass_and_unknown_notifications_are_skipped() {
         let code = |line: &[u8]| StdioTransport::parse(line).err().map(|f| f.code());
+        assert!(matches!(
+            StdioTransport::parse(br#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#),
+            Ok(Incoming::Request { .. })
+        ));
         assert_eq!(code(b"not json"), Some("EXTENSION_PROTOCOL_ERROR"));
         assert_eq!(code(b"[1,2]"), Some("EXTENSION_PROTOCOL_ERROR"));
         assert_eq!(
@@ -233,7 +431,7 @@ mod tests {
         );
         assert!(matches!(
             StdioTransport::parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            Ok(Some(_))
+            Ok(Incoming::Message(_))
         ));
         assert!(
             StdioTransport::parse(br#"{"jsonrpc":"2.0","method":"vendor/thing","params":7}"#)

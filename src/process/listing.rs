@@ -1,0 +1,80 @@
+//! P-7: `tools/list` with a memory bound. rmcp's `list_all_tools` follows
+//! `nextCursor` for as long as the server gives one, so a server that
+//! repeats a cursor, or pages forever, grows the host without limit (within
+//! a startup deadline that may be ten minutes). Ours follows the pages
+//! itself: a cursor seen before fails at once, and the pages, the tools and
+//! the bytes of one listing are capped. Each failure is
+//! `EXTENSION_PROTOCOL_ERROR` with the reason.
+
+use std::collections::HashSet;
+
+use rmcp::RoleClient;
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::{Peer, ServiceError};
+
+use super::error::{ProcessFault, bounded};
+
+/// At most this many pages in one listing.
+pub const MAX_LIST_PAGES: usize = 64;
+/// At most this many tools in one listing.
+pub const MAX_LISTED_TOOLS: usize = 1024;
+/// At most this many bytes of tools (as JSON) and cursors in one listing.
+pub const MAX_LIST_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why a listing failed.
+#[derive(Debug)]
+pub(crate) enum ListError {
+    /// The request failed (map it with `Session::fault_of`).
+    Service(ServiceError),
+    /// The server broke a bound of the listing.
+    Fault(ProcessFault),
+}
+
+/// Every page of `tools/list`, within the bounds.
+pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListError> {
+    let fault = |why: String| ListError::Fault(ProcessFault::Protocol(why));
+    let mut tools = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut cursor: Option<String> = None;
+    let mut bytes = 0usize;
+    for page_number in 1.. {
+        if page_number > MAX_LIST_PAGES {
+            return Err(fault(format!(
+                "the tool listing has more than {MAX_LIST_PAGES} pages"
+            )));
+        }
+        let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+        let page = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(ListError::Service)?;
+        for tool in &page.tools {
+            bytes = bytes.saturating_add(serde_json::to_vec(tool).map_or(0, |v| v.len()));
+        }
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED_TOOLS {
+            return Err(fault(format!(
+                "the tool listing has more than {MAX_LISTED_TOOLS} tools"
+            )));
+        }
+        if let Some(next) = &page.next_cursor {
+            bytes = bytes.saturating_add(next.len());
+        }
+        if bytes > MAX_LIST_BYTES {
+            return Err(fault(format!(
+                "the tool listing is over {MAX_LIST_BYTES} bytes (after {page_number} pages)"
+            )));
+        }
+        let Some(next) = page.next_cursor else {
+            return Ok(tools);
+        };
+        if !seen.insert(next.clone()) {
+            return Err(fault(format!(
+                "the server repeated the cursor {} (page {page_number}): the listing would never end",
+                bounded(&format!("{next:?}"))
+            )));
+        }
+        cursor = Some(next);
+    }
+    unreachable!("the page loop returns")
+}
