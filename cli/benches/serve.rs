@@ -84,7 +84,10 @@ impl Peer {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the peer closed its stdout");
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the peer closed its stdout"
+            );
             let message: Value = serde_json::from_str(&line).unwrap();
             if message["id"] == json!(id) {
                 assert!(message.get("error").is_none(), "{message}");
@@ -139,11 +142,18 @@ fn folder(n: usize) -> tempfile::TempDir {
 }
 
 fn serve(dir: &Path) -> Peer {
-    Peer::spawn(Command::new(env!("CARGO_BIN_EXE_exthost")).arg("serve").arg(dir))
+    Peer::spawn(
+        Command::new(env!("CARGO_BIN_EXE_exthost"))
+            .arg("serve")
+            .arg(dir),
+    )
 }
 
 fn echo(peer: &mut Peer, name: &str) -> Value {
-    peer.request("tools/call", json!({"name": name, "arguments": {"message": "hi"}}))
+    peer.request(
+        "tools/call",
+        json!({"name": name, "arguments": {"message": "hi"}}),
+    )
 }
 
 fn bench(c: &mut Criterion) {
@@ -209,10 +219,14 @@ fn bench(c: &mut Criterion) {
     let mut via = serve(one.path());
     via.initialize();
     echo(&mut via, "fx0_echo");
-    group.bench_function("call_via_serve", |b| b.iter(|| black_box(echo(&mut via, "fx0_echo"))));
+    group.bench_function("call_via_serve", |b| {
+        b.iter(|| black_box(echo(&mut via, "fx0_echo")))
+    });
     let mut direct = Peer::spawn(Command::new(fixture()).arg("normal"));
     direct.initialize();
-    group.bench_function("call_direct", |b| b.iter(|| black_box(echo(&mut direct, "echo"))));
+    group.bench_function("call_direct", |b| {
+        b.iter(|| black_box(echo(&mut direct, "echo")))
+    });
     group.finish();
     via.close();
     direct.close();

@@ -46,7 +46,7 @@ const MIN_CLEANUP_DEADLINE_SECS: u64 = 15;
 /// shutdown ladder (close stdin, grace, SIGTERM, grace, SIGKILL and up to
 /// 5 s to reap) plus 1 s, and at least 15 s, so the host never abandons a
 /// disposer that is still inside its own deadlines.
-fn default_cleanup_deadline(dir: &std::path::Path) -> Duration {
+pub(crate) fn default_cleanup_deadline(dir: &std::path::Path) -> Duration {
     let longest_grace = exthost::manifest::load_manifest_dir(dir)
         .map(|loaded| {
             loaded
@@ -65,7 +65,9 @@ fn default_cleanup_deadline(dir: &std::path::Path) -> Duration {
     (longest_grace * 2 + Duration::from_secs(6)).max(Duration::from_secs(MIN_CLEANUP_DEADLINE_SECS))
 }
 
-fn describe(e: &HostError) -> String {
+/// A host error in one line: its code, its cause's code when it differs,
+/// and its message.
+pub(crate) fn describe(e: &HostError) -> String {
     match e.cause_code() {
         Some(cause) if cause != e.code() => {
             format!("{} (cause {cause}): {}", e.code(), e.message())

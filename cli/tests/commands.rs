@@ -28,7 +28,15 @@ const INVALID: &str = "examples/manifests/invalid";
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["check", "explore", "inspect", "call", "resources", "lock", "serve"] {
+    for sub in [
+        "check",
+        "explore",
+        "inspect",
+        "call",
+        "resources",
+        "lock",
+        "serve",
+    ] {
         exthost()
             .args([sub, "--help"])
             .assert()

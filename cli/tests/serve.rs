@@ -544,7 +544,11 @@ fn warm_starts_every_backend_after_initialize_without_a_call() {
     assert_eq!(folder.count(&report, 1, "a"), 1, "{report}");
     assert_eq!(folder.count(&report, 1, "b"), 1, "{report}");
     assert_eq!(steps[2]["isError"], false, "{}", steps[2]);
-    assert_eq!(folder.count(&report, 3, "b"), 1, "the call used the warm backend");
+    assert_eq!(
+        folder.count(&report, 3, "b"),
+        1,
+        "the call used the warm backend"
+    );
     assert_eq!(report["left"], json!([]));
 }
 

@@ -25,22 +25,12 @@ impl Log {
         Ok(Self(Arc::new(Mutex::new(Box::new(file)))))
     }
 
-    /// Writes `exthost serve: <text>`, with every control and bidirectional
-    /// character of `text` escaped.
+    /// Writes `exthost serve: <text>`, with `text` escaped by the one
+    /// escaping function for what servers send
+    /// ([`exthost::process::escape_child_text`], P-7): no control,
+    /// format or bidirectional character reaches the log.
     pub(crate) fn line(&self, text: &str) {
-        let escaped: String = text
-            .chars()
-            .flat_map(|c| {
-                let unsafe_char = c.is_control()
-                    || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-                let shown: Vec<char> = if unsafe_char {
-                    c.escape_unicode().collect()
-                } else {
-                    vec![c]
-                };
-                shown
-            })
-            .collect();
+        let escaped = exthost::process::escape_child_text(text);
         if let Ok(mut out) = self.0.lock() {
             let _ = writeln!(out, "exthost serve: {escaped}");
             let _ = out.flush();

@@ -18,7 +18,7 @@ use std::time::Duration;
 use exthost::host::{ExtensionHost, HostError, HostOptions, InProcessFactories};
 use exthost::{ResourceLoader, ResourceRoot};
 
-use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
+use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome, signals};
 use gateway::{Expose, Gateway};
 use log::Log;
 use transport::{EndCell, LineTransport};
@@ -49,23 +49,15 @@ pub(crate) struct ServeArgs {
     /// applies inside it).
     #[arg(long, default_value_t = 60)]
     activation_deadline: u64,
-    /// Deadline of each cleanup step at shutdown, in seconds. Keep it above
-    /// twice a backend's `shutdownTimeoutMs` so its shutdown ladder can run.
-    #[arg(long, default_value_t = 15)]
-    cleanup_deadline: u64,
+    /// Deadline of each cleanup step at shutdown, in seconds. Default: room
+    /// for the whole shutdown ladder of the slowest process extension
+    /// (twice its `shutdownTimeoutMs`, plus 6 s), at least 15 s.
+    #[arg(long)]
+    cleanup_deadline: Option<u64>,
     /// Deadline of each tool call in seconds (none by default: a manifest's
     /// `callTimeoutMs` and the client's own timeout apply).
     #[arg(long)]
     call_deadline: Option<u64>,
-}
-
-fn describe(e: &HostError) -> String {
-    match e.cause_code() {
-        Some(cause) if cause != e.code() => {
-            format!("{} (cause {cause}): {}", e.code(), e.message())
-        }
-        _ => e.to_string(),
-    }
 }
 
 pub(crate) fn run(
@@ -90,11 +82,15 @@ pub(crate) fn run(
         .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
     let mut options = HostOptions::new(resources)
         .with_activation_deadline(Duration::from_secs(args.activation_deadline))
-        .with_cleanup_deadline(Duration::from_secs(args.cleanup_deadline));
+        .with_cleanup_deadline(args.cleanup_deadline.map_or_else(
+            || crate::call::default_cleanup_deadline(&dir),
+            Duration::from_secs,
+        ));
     if let Some(seconds) = args.call_deadline {
         options = options.with_call_deadline(Duration::from_secs(seconds));
     }
-    let host = ExtensionHost::new(options).map_err(|e| Failure::failed(describe(&e)))?;
+    let host =
+        ExtensionHost::new(options).map_err(|e| Failure::failed(crate::call::describe(&e)))?;
     if let Err(e) = host.discover_manifest_dir(&dir, factories) {
         if let HostError::ManifestDiscovery { failures } = &e {
             for f in failures {
@@ -110,11 +106,11 @@ pub(crate) fn run(
             }
         }
         if !args.skip_invalid {
-            return Err(Failure::usage(describe(&e)));
+            return Err(Failure::usage(crate::call::describe(&e)));
         }
         return Err(Failure::usage(format!(
             "{}; --skip-invalid cannot serve a part of this folder yet",
-            describe(&e)
+            crate::call::describe(&e)
         )));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -135,42 +131,67 @@ enum End {
     Signal(&'static str),
 }
 
-async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
-    let mut code = EXIT_OK;
-    for (id, result) in host.activate_eager().await {
-        if let Err(e) = result {
-            log.line(&format!("eager start of {id:?} failed: {}", describe(&e)));
-        }
+fn signal_name(number: Option<i32>) -> &'static str {
+    match number {
+        Some(2) => "SIGINT",
+        Some(15) => "SIGTERM",
+        _ => "a signal",
     }
-    let gateway = Gateway::new(host.clone(), args.expose, args.warm, log.clone());
-    let end_cell = EndCell::default();
-    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), end_cell.clone());
-    let end = match rmcp::serve_server(gateway, transport).await {
-        Ok(service) => {
-            let forwarder = (args.expose == Expose::Tools).then(|| {
-                tokio::spawn(gateway::forward_list_changes(
-                    host.clone(),
-                    service.peer().clone(),
-                ))
-            });
-            let stop = service.cancellation_token();
-            let end = tokio::select! {
-                _ = service.waiting() => End::Input,
-                signal = termination() => {
-                    stop.cancel();
-                    End::Signal(signal)
-                }
-            };
-            if let Some(forwarder) = forwarder {
-                forwarder.abort();
-            }
-            end
-        }
+}
+
+async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
+    // Subreaper (descendants that leave their server's group are adopted
+    // and killed at the end), SIGINT and SIGTERM handlers.
+    let mut supervisor = match signals::Supervisor::install() {
+        Ok(supervisor) => supervisor,
         Err(e) => {
-            log.line(&format!("the client's initialize failed: {e}"));
-            code = EXIT_FAILED;
+            log.line(&format!("cannot install the signal handlers: {e}"));
+            return EXIT_FAILED;
+        }
+    };
+    let mut code = EXIT_OK;
+    let end_cell = EndCell::default();
+    let session = async {
+        for (id, result) in host.activate_eager().await {
+            if let Err(e) = result {
+                log.line(&format!(
+                    "eager start of {id:?} failed: {}",
+                    crate::call::describe(&e)
+                ));
+            }
+        }
+        let gateway = Gateway::new(host.clone(), args.expose, args.warm, log.clone());
+        let transport =
+            LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), end_cell.clone());
+        match rmcp::serve_server(gateway, transport).await {
+            Ok(service) => {
+                let forwarder = (args.expose == Expose::Tools).then(|| {
+                    tokio::spawn(gateway::forward_list_changes(
+                        host.clone(),
+                        service.peer().clone(),
+                    ))
+                });
+                let _ = service.waiting().await;
+                if let Some(forwarder) = forwarder {
+                    forwarder.abort();
+                }
+                true
+            }
+            Err(e) => {
+                log.line(&format!("the client's initialize failed: {e}"));
+                false
+            }
+        }
+    };
+    // A signal drops the session: the rmcp service stops answering.
+    let end = match supervisor.run(session).await {
+        Some(initialized) => {
+            if !initialized {
+                code = EXIT_FAILED;
+            }
             End::Input
         }
+        None => End::Signal(signal_name(supervisor.interrupted_by())),
     };
     match (&end, end_cell.fault()) {
         (_, Some(fault)) => {
@@ -180,43 +201,16 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
         (End::Input, None) => log.line("end of input: shutting down"),
         (End::Signal(name), None) => log.line(&format!("{name}: shutting down")),
     }
-    let shutdown = tokio::select! {
-        result = host.dispose() => Some(result),
-        signal = termination() => {
-            log.line(&format!("{signal} again: not waiting for the cleanup"));
-            None
-        }
-    };
-    match shutdown {
+    match supervisor.dispose(host.dispose()).await {
         Some(Ok(())) => log.line("every extension was shut down"),
         Some(Err(e)) => {
-            log.line(&format!("shutdown: {}", describe(&e)));
+            log.line(&format!("shutdown: {}", crate::call::describe(&e)));
             code = EXIT_FAILED;
         }
-        None => code = EXIT_FAILED,
-    }
-    code
-}
-
-/// Resolves at the first SIGINT or SIGTERM (Ctrl-C elsewhere).
-async fn termination() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = interrupt.recv() => "SIGINT",
-            _ = terminate.recv() => "SIGTERM",
+        None => {
+            log.line("a second signal: every server's process group was killed");
+            code = EXIT_FAILED;
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
-    }
+    code
 }
