@@ -111,11 +111,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod core;
-pub mod error;
+/// The pure host core: the crate `exthost-core`, re-exported whole.
+pub use exthost_core as core;
+/// Stable error codes (docs/spec.md section 7), from `exthost-core`.
+pub use exthost_core::error;
 #[cfg(not(exthost_loom))]
 pub mod host;
-pub mod id;
+/// ID-1, the one identifier rule, from `exthost-core`.
+pub use exthost_core::id;
 pub mod manifest;
 #[cfg(all(feature = "process", not(exthost_loom)))]
 pub mod process;
@@ -123,7 +126,8 @@ pub mod publication;
 pub mod queue;
 pub mod resources;
 mod sync;
-pub mod text;
+/// Text hygiene for names, descriptions and quoted text, from `exthost-core`.
+pub use exthost_core::text;
 
 #[cfg(not(exthost_loom))]
 pub use host::{

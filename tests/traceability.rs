@@ -100,6 +100,7 @@ fn every_rule_label_in_the_repository_has_a_heading_in_the_spec() {
     let mut files = vec![root().join("README.md")];
     for dir in [
         "src",
+        "core",
         "model",
         "tests",
         "docs",
@@ -179,7 +180,7 @@ fn every_invariant_of_the_spec_has_a_row_and_every_built_one_is_traced() {
 fn every_property_mutant_file_and_test_the_table_names_exists() {
     let properties = read("model/src/properties.rs");
     let mutants = read("model/src/mutants.rs");
-    let machine = read("src/core/mutant.rs");
+    let machine = read("core/src/mutant.rs");
     for (inv, cells, _) in table() {
         for property in &cells[0] {
             assert!(
@@ -194,7 +195,7 @@ fn every_property_mutant_file_and_test_the_table_names_exists() {
             );
             assert!(
                 machine.contains(&format!("    {mutant},")),
-                "{inv}: no Mutant::{mutant} in src/core/mutant.rs"
+                "{inv}: no Mutant::{mutant} in core/src/mutant.rs"
             );
         }
         for test in &cells[2] {

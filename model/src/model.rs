@@ -21,7 +21,7 @@ mod observe;
 
 use std::sync::Arc;
 
-use exthost::core::{
+use exthost_core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect,
     Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered,
     Registration, Requested,

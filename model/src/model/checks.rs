@@ -2,7 +2,7 @@
 //! environment's calls in flight match the core's, status changes are
 //! H-1's (INV-7), API names stay (INV-10).
 
-use exthost::core::{Binding, CallId, HostCore, Status};
+use exthost_core::{Binding, CallId, HostCore, Status};
 
 use super::HostModel;
 use crate::state::{State, Violations};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use exthost::core::{Effect, HostCore, OpId, OpKind, OpOutcome, Status};
+use exthost_core::{Effect, HostCore, OpId, OpKind, OpOutcome, Status};
 
 use super::HostModel;
 use crate::action::Action;
