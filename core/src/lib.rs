@@ -20,8 +20,8 @@
 //!
 //! Architecture invariants (no file of the core imports another in a
 //! circle): `ids` and `mutant` depend on nothing; `registry` on them;
-//! `lifecycle` on `ids` and `registry`; `outcome` and `protocol` are data on
-//! top of those (and of `machine/declarations.rs`, which is pure);
+//! `lifecycle` on `ids` and `registry`; `declarations` (M-5, pure) on `ids` and
+//! `registry`; `outcome` and `protocol` are data on top of those;
 //! `renaming` (handle renamings) depends on `ids` only, and `canonical` on
 //! `renaming`, `lifecycle` and `outcome`; the transition code in `machine/`
 //! sits on top of everything (its `canonical.rs` renames the host's own
@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod canonical;
+pub mod declarations;
 pub mod dependencies;
 pub mod error;
 pub mod id;

@@ -3,11 +3,11 @@
 //!
 //! Architecture invariant: this module is data only. It depends on
 //! [`super::ids`], [`super::registry`], [`super::lifecycle`]'s `Status` and the one declaration-mismatch type
-//! of `machine/declarations.rs`, never on the transition code.
+//! of `declarations.rs`, never on the transition code.
 
 use super::ids::{ContextId, DisposerRef, HookRef};
-use super::machine::declarations::DeclarationMismatch;
 use super::registry::RegistryError;
+use crate::declarations::DeclarationMismatch;
 use crate::id::IdError;
 
 /// A failure reported by extension code: pure data.

@@ -21,11 +21,11 @@ use crate::outcome::{ActivationFailure, Failure, FailureCause, LiveHook, OpOutco
 use crate::protocol::{Answer, ContextClosed, Effect, ProtocolError, Registered, Registration};
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry};
 
-use super::declarations::check_declarations;
 use super::state::{
     Activation, ActivationStep, Advance, CleanupCursor, HostCore, Phase, Purpose, Running,
     cancelled_cause, cleanup_plan, release_unpublished, without_dormant_descriptors,
 };
+use crate::declarations::check_declarations;
 
 impl HostCore {
     pub(super) fn begin_activation(

@@ -19,16 +19,18 @@
 //!   states (it builds on `state.rs` only; no transition uses it).
 //! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
 //!   cursor and plan.
-//! - `declarations.rs`: M-5, pure, used by the manifest module too.
 //! - `providers.rs`: M-8, the providers of a candidate (declaration match,
-//!   clash) and provider selection; builds on `state.rs`, `declarations.rs`
-//!   and `probes.rs` only.
+//!   clash) and provider selection; builds on `state.rs`, the core's
+//!   [`crate::declarations`] and `probes.rs` only.
+//!
+//! The declaration checks (M-5) sit below the machine, in
+//! [`crate::declarations`], as `outcome` needs their error type; they are
+//! re-exported here as `machine::declarations` for existing paths.
 
 mod activation;
 mod admission;
 mod calls;
 mod canonical;
-pub mod declarations;
 mod discovery;
 mod dispose;
 mod emit;
@@ -38,6 +40,7 @@ mod reload;
 mod state;
 mod symmetry;
 
+pub use crate::declarations;
 pub use declarations::{
     DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, check_declarations,
     check_provider_declarations,

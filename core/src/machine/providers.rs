@@ -11,8 +11,8 @@ use crate::lifecycle::{Contribution, DefinitionMeta, ExtensionSlot, Status};
 use crate::outcome::FailureCause;
 use crate::registry::{ModelRecord, Owner, ProviderRecord, ToolRegistry};
 
-use super::declarations::check_provider_declarations;
 use super::state::{HostCore, Phase};
+use crate::declarations::check_provider_declarations;
 
 /// What selecting a provider and one of its models resolves to (M-8). The
 /// core decides; the shell performs (an activation for
