@@ -77,7 +77,8 @@ impl serde::Serialize for MismatchReason {
 /// `EXTENSION_ACTIVATION_FAILED`; the reason code says what differs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
 #[error(
-    "declaration mismatch ({reason}) for {} {}: {message}",
+    "{}: declaration mismatch ({reason}) for {} {}: {message}",
+    self.code(),
     if reason.is_provider() { "provider" } else { "tool" },
     quote(tool)
 )]
@@ -323,3 +324,5 @@ pub fn check_provider_declarations(
     }
     Ok(())
 }
+
+crate::coded_by_display!(DeclarationMismatch);

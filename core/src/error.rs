@@ -1,8 +1,63 @@
-//! Stable error codes (docs/spec.md section 7).
+//! Stable error codes (docs/spec.md section 7), and the one way an error
+//! carries one: [`CodedError`].
 //!
-//! Every error type of the crate is plain, cloneable data with a `code()`
-//! method returning one of these strings. The strings are part of the public
+//! Every public error type of exthost is plain, cloneable data that
+//! implements [`CodedError`]: [`code`](CodedError::code) returns one of these
+//! strings, [`message`](CodedError::message) says what went wrong without
+//! it, and `Display` is `CODE: message`. The strings are part of the public
 //! contract: they never change meaning and are never reused.
+
+/// The one way an error carries its stable code, implemented by every
+/// public error type of exthost (`IdError`, `RegistryError`,
+/// `DeclarationMismatch`, `ResourceError`, `ManifestError`,
+/// `ManifestBatchError`, `HostError`, `ProcessFault`).
+///
+/// Its `Display` is always `CODE: message`.
+///
+/// ```
+/// use exthost_core::error::CodedError;
+/// use exthost_core::id::validate_id_segment;
+///
+/// let error = validate_id_segment("").unwrap_err();
+/// assert_eq!(CodedError::code(&error), "ID_INVALID");
+/// assert_eq!(CodedError::message(&error), "identifier is empty");
+/// assert_eq!(error.to_string(), "ID_INVALID: identifier is empty");
+/// ```
+pub trait CodedError: std::error::Error {
+    /// The stable code, one of [`codes::ALL`].
+    fn code(&self) -> &'static str;
+    /// What went wrong, in words, without the code.
+    fn message(&self) -> String;
+}
+
+/// The message of an error whose `Display` is `CODE: message`: the text
+/// after the code. For the types whose `Display` is derived.
+pub fn message_after_code(code: &str, display: String) -> String {
+    match display
+        .strip_prefix(code)
+        .and_then(|s| s.strip_prefix(": "))
+    {
+        Some(message) => message.to_owned(),
+        None => display,
+    }
+}
+
+/// Implements [`CodedError`] for a type with an inherent `code()` and a
+/// derived `Display` of the form `CODE: message`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! coded_by_display {
+    ($($ty:ty),* $(,)?) => {$(
+        impl $crate::error::CodedError for $ty {
+            fn code(&self) -> &'static str {
+                <$ty>::code(self)
+            }
+            fn message(&self) -> String {
+                $crate::error::message_after_code(<$ty>::code(self), self.to_string())
+            }
+        }
+    )*};
+}
 
 /// The stable code strings, one constant per code of docs/spec.md section 7.
 pub mod codes {

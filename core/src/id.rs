@@ -16,23 +16,22 @@ pub const MAX_ID_BYTES: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
 pub enum IdError {
     /// The identifier is the empty string.
-    #[error("identifier is empty")]
+    #[error("{}: identifier is empty", self.code())]
     Empty,
     /// The identifier is longer than [`MAX_ID_BYTES`] bytes.
-    #[error("identifier is {len} bytes long; at most {MAX_ID_BYTES} are allowed")]
+    #[error("{}: identifier is {len} bytes long; at most {MAX_ID_BYTES} are allowed", self.code())]
     TooLong {
         /// Its length in bytes.
         len: usize,
     },
     /// The identifier starts with `.` or `-`.
-    #[error("identifier must not start with {first:?}")]
+    #[error("{}: identifier must not start with {first:?}", self.code())]
     BadStart {
         /// The refused first character.
         first: char,
     },
     /// A character outside `A-Z a-z 0-9 _ - .`.
-    #[error(
-        "identifier has the character {character:?} at byte {byte}; only ASCII letters, digits, '_', '-' and '.' are allowed"
+    #[error("{}: identifier has the character {character:?} at byte {byte}; only ASCII letters, digits, '_', '-' and '.' are allowed", self.code()
     )]
     BadCharacter {
         /// The refused character.
@@ -48,6 +47,8 @@ impl IdError {
         crate::error::codes::ID_INVALID
     }
 }
+
+crate::coded_by_display!(IdError);
 
 /// Checks one identifier segment against ID-1.
 ///

@@ -101,7 +101,11 @@ pub struct RegistryEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
 pub enum RegistryError {
     /// The name is not an ID-1 segment nor `<extension>:<tool>`.
-    #[error("tool name {name:?} is invalid: {reason}")]
+    #[error(
+        "{}: tool name {name:?} is invalid: {}",
+        self.code(),
+        crate::error::CodedError::message(.reason)
+    )]
     InvalidName {
         /// The refused name.
         name: String,
@@ -109,7 +113,7 @@ pub enum RegistryError {
         reason: IdError,
     },
     /// The name is already live, or registered twice in one batch.
-    #[error("tool name {name:?} is already taken by {holder}")]
+    #[error("{}: tool name {name:?} is already taken by {holder}", self.code())]
     Duplicate {
         /// The refused name.
         name: String,
@@ -120,7 +124,7 @@ pub enum RegistryError {
     /// and tab) or a bidirectional override or isolate (M-8): text that
     /// reaches a language model or a screen could hide or reorder what it
     /// says.
-    #[error("the description of tool {name:?} is refused: {reason}")]
+    #[error("{}: the description of tool {name:?} is refused: {reason}", self.code())]
     InvalidDescription {
         /// The tool.
         name: String,
@@ -129,7 +133,7 @@ pub enum RegistryError {
     },
     /// A provider id is already live, or registered twice in one batch
     /// (M-8).
-    #[error("provider id {provider:?} is already taken by {holder}")]
+    #[error("{}: provider id {provider:?} is already taken by {holder}", self.code())]
     ProviderClash {
         /// The refused provider id.
         provider: String,
@@ -138,7 +142,7 @@ pub enum RegistryError {
     },
     /// A provider breaks M-1/M-8: a bad provider or model id, a repeated
     /// model id, or a display name out of bounds or with refused text.
-    #[error("provider {provider:?} is refused: {message}")]
+    #[error("{}: provider {provider:?} is refused: {message}", self.code())]
     InvalidProvider {
         /// The provider id as given.
         provider: String,
@@ -160,6 +164,8 @@ impl RegistryError {
         }
     }
 }
+
+crate::coded_by_display!(RegistryError);
 
 /// Checks a runtime tool name: one ID-1 segment, or two joined by `:`.
 pub fn validate_tool_name(name: &str) -> Result<(), RegistryError> {

@@ -1,7 +1,7 @@
 //! How a child's misbehaviour becomes a typed error: the three codes of
 //! docs/spec.md section 5 and a bounded quote of what the child sent.
 
-use crate::error::codes;
+use crate::error::{CodedError, codes};
 use crate::host::ExtensionError;
 
 /// At most this many bytes of anything the child sent are quoted in an
@@ -48,6 +48,17 @@ impl ProcessFault {
 impl std::fmt::Display for ProcessFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for ProcessFault {}
+
+impl CodedError for ProcessFault {
+    fn code(&self) -> &'static str {
+        ProcessFault::code(self)
+    }
+    fn message(&self) -> String {
+        ProcessFault::message(self).to_owned()
     }
 }
 
