@@ -137,6 +137,7 @@ fn table() -> Vec<(String, Vec<Vec<String>>, bool)> {
         .split("## Traceability")
         .nth(1)
         .expect("docs/README.md has a Traceability section");
+    let section = section.split("\n## ").next().unwrap();
     section
         .lines()
         .filter(|l| l.starts_with("| INV-"))
@@ -210,4 +211,46 @@ fn every_property_mutant_file_and_test_the_table_names_exists() {
             );
         }
     }
+}
+
+/// The rows of the "Decided in" table of `docs/README.md`: `(rule, file)`.
+fn decided_in() -> Vec<(String, String)> {
+    let readme = read("docs/README.md");
+    let section = readme
+        .split("\n## Decided in")
+        .nth(1)
+        .expect("docs/README.md has a Decided in section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| ["| H-", "| M-", "| INV-"].iter().any(|p| l.starts_with(p)))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim().trim_matches('|').split('|').collect();
+            assert_eq!(cells.len(), 3, "a row has three cells: {l}");
+            let files: Vec<&str> = cells[1].split('`').skip(1).step_by(2).collect();
+            assert_eq!(files.len(), 1, "a row names one file: {l}");
+            (cells[0].trim().to_owned(), files[0].to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn every_h_m_and_inv_rule_is_decided_in_one_file_that_names_it() {
+    let expected: BTreeSet<String> = spec_headings()
+        .into_iter()
+        .filter(|l| l.starts_with("H-") || l.starts_with("M-") || l.starts_with("INV-"))
+        .collect();
+    assert!(expected.len() >= 30, "{expected:?}");
+    let rows = decided_in();
+    let mut seen = BTreeSet::new();
+    for (rule, file) in &rows {
+        assert!(seen.insert(rule.clone()), "{rule} has two rows");
+        let text = std::fs::read_to_string(root().join(file))
+            .unwrap_or_else(|e| panic!("{rule}: cannot read {file}: {e}"));
+        assert!(
+            labels(&text).contains(rule),
+            "{rule}: {file} does not name {rule}"
+        );
+    }
+    assert_eq!(seen, expected, "spec rules versus Decided in rows");
 }

@@ -1,5 +1,6 @@
 //! The dependency graph of H-13, as pure functions over "the dependencies of
-//! an id" (`None`: the id is not known).
+//! an id" (`None`: the id is not known). With `machine/activation.rs`,
+//! which asks it, it decides INV-13 (dependencies first, dependents last).
 //!
 //! Architecture invariant: this module knows nothing of statuses, the queue
 //! or the registry; the machine asks it two questions, "does this batch close

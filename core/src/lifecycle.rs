@@ -1,6 +1,6 @@
 //! H-1 as types: each extension's lifecycle is a typestate. A transition
 //! consumes one state and returns the next, so a transition H-1 does not
-//! list does not compile:
+//! list does not compile, which decides INV-7 (status):
 //!
 //! ```text
 //! Discovered --begin--> Activating --commit--> Active --dispose--> Disposed

@@ -1,5 +1,7 @@
 //! Activation (H-4, H-5, H-6): factory, `activate` with its registrations,
 //! then one commit of everything staged, or a full reverse-order rollback.
+//! Decides INV-1 (one commit publishes everything) and INV-5 (a
+//! registration after its activation settled changes nothing).
 //!
 //! Architecture invariants:
 //! - The running [`Activation`] owns the `Extension<Activating>`; the slot

@@ -2,6 +2,9 @@
 //! queue (H-3), withdrawals, the head of the queue beginning, and every
 //! read-only view of the state.
 //!
+//! Decides INV-4 (serialization): one operation runs at a time, and the
+//! queue begins them in call order.
+//!
 //! Architecture invariant: admission dispatches a beginning operation to
 //! `activation.rs`, `emit.rs` or `dispose.rs` and otherwise builds on
 //! `state.rs`; no operation file depends on this one.

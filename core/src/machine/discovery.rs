@@ -1,5 +1,6 @@
 //! Discovery (H-2): a batch is checked whole, then added whole; declared
 //! tools of manifest extensions appear at once as dormant descriptors (M-4).
+//! Decides INV-6 (a refused batch changes nothing; discovery runs no code).
 //!
 //! Architecture invariant: discovery builds on `state.rs` only. It never
 //! runs extension code and never touches the queue or the running

@@ -3,7 +3,8 @@
 //! extension is cleaned up in reverse activation order, each only once its
 //! tool calls in flight finished or were abandoned (INV-12), every step
 //! attempted. A reload's old generation is cleaned up by the same steps
-//! (`reload.rs` starts them and finishes them).
+//! (`reload.rs` starts them and finishes them). Decides INV-3 (reverse
+//! disposal).
 //!
 //! Architecture invariant: builds on `state.rs` and `probes.rs` only.
 

@@ -1,5 +1,5 @@
 //! Emit (H-10): one event to every live hook, in order; a failing hook is
-//! a diagnostic and later hooks still run.
+//! a diagnostic and later hooks still run. Decides INV-8 (hook isolation).
 //!
 //! Architecture invariant: builds on `state.rs` only. The hooks an emit
 //! delivers to are fixed when it begins (a persistent list, so the

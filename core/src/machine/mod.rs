@@ -1,4 +1,6 @@
-//! The host's transition code, one file per operation.
+//! The host's transition code, one file per operation. This file decides
+//! INV-9 (liveness): every input that ends a step (a result, a deadline, a
+//! lost task) reaches whatever step runs, so every operation settles.
 //!
 //! Architecture invariants (imports go one way, top to bottom; no file of
 //! `machine/` imports one above it):

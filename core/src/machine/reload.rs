@@ -4,7 +4,7 @@
 //! generation, and swapped in by one commit; only then is the old
 //! generation cleaned up, its calls in flight drained first, with the
 //! shutdown's steps. If the fresh generation fails anywhere it is rolled
-//! back and the old one stays live, untouched. A fresh generation that
+//! back and the old one stays live, untouched (INV-11). A fresh generation that
 //! registers only tools the old one holds (the usual reload) gets the same
 //! candidate by replacing those entries in place, in fewer map updates
 //! (issue 11).

@@ -2,6 +2,9 @@
 //! that runs, with the helpers every operation shares (the cleanup cursor
 //! and plan, settling).
 //!
+//! Decides INV-2 (rollback completeness): the one cleanup-plan builder
+//! lists every disposer and instance an attempt registered.
+//!
 //! Architecture invariants:
 //! - This is the bottom of `machine/`: it imports no other file of it, and
 //!   every other file of it builds on this one.
