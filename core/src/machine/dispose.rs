@@ -3,8 +3,8 @@
 //! extension is cleaned up in reverse activation order, each only once its
 //! tool calls in flight finished or were abandoned (INV-12), every step
 //! attempted. A reload's old generation is cleaned up by the same steps
-//! (`reload.rs` starts them and finishes them). Decides INV-3 (reverse
-//! disposal).
+//! (the step runner and the end of a retirement are in `state.rs`, shared
+//! with `reload.rs`). Decides INV-3 (reverse disposal).
 //!
 //! Architecture invariant: builds on `state.rs` and `probes.rs` only.
 
@@ -95,28 +95,6 @@ impl HostCore {
             Effect::ForgetAll,
             self.settle(op, OpOutcome::Disposed { failures }),
         ]
-    }
-
-    /// The next step of the running shutdown: before the first cleanup step
-    /// of an extension, its calls in flight are cancelled and awaited.
-    pub(super) fn next_dispose_step(&mut self, op: OpId) -> Vec<Effect> {
-        let ignore_calls = self.mutant(Mutant::CleanupIgnoresCalls);
-        let Some(Running::Dispose(d)) = &self.running else {
-            return Vec::new();
-        };
-        let step = d.cleanup.current().clone();
-        let calls = if d.cleanup.first_of_extension() && !ignore_calls {
-            self.calls_of(step.context)
-        } else {
-            Vec::new()
-        };
-        if calls.is_empty() {
-            return vec![Effect::RunCleanup { op, step }];
-        }
-        if let Some(Running::Dispose(d)) = &mut self.running {
-            d.draining = true;
-        }
-        vec![Effect::CancelCalls { calls }]
     }
 
     /// The calls the running cleanup waits for: those of the generation

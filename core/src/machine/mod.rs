@@ -10,8 +10,11 @@
 //! - `calls.rs`: tool calls in flight.
 //! - `admission.rs`: building a host, requests, withdrawals, `Begin`, and
 //!   the queries.
-//! - `activation.rs`, `emit.rs`, `dispose.rs`, `discovery.rs`: one
-//!   operation each; none of them uses another.
+//! - `activation.rs`, `emit.rs`, `dispose.rs`, `discovery.rs`,
+//!   `reload.rs`: one operation each. `dispose.rs` and `reload.rs` share
+//!   the cleanup steps through `state.rs`; `activation.rs` still calls
+//!   `reload.rs` for a reload's candidate and commit (a reload is an
+//!   activation with another purpose), which is open work of issue 20.
 //! - `probes.rs`: the seeded bugs' bodies, one statement at each site.
 //! - `canonical.rs`: the walk over every handle the host holds, for
 //!   canonical states (it builds on `state.rs` and on [`crate::canonical`]

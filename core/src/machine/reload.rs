@@ -15,9 +15,10 @@
 //!   purpose is [`Purpose::Reload`]); the slot changes once, at the commit.
 //! - The extension keeps its place in the activation order, so live hooks
 //!   keep their order and shutdown still disposes dependents first (H-13).
-//! - Builds on `state.rs`, `providers.rs` and `probes.rs` only; `activation.rs` calls in
-//!   here for the commit and the candidate, `dispose.rs` for the end of the
-//!   old generation's cleanup.
+//! - Builds on `state.rs`, `providers.rs` and `probes.rs` only;
+//!   `activation.rs` calls in here for the commit and the candidate. The
+//!   old generation's cleanup steps and their end are `state.rs`'s, shared
+//!   with `dispose.rs`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -223,32 +224,6 @@ impl HostCore {
             }
         }
         effects
-    }
-
-    /// The old generation's last cleanup step ran: the driver forgets what
-    /// it held, and the reload settles.
-    pub(super) fn finish_retiring(
-        &mut self,
-        op: OpId,
-        retiring: Retiring,
-        cleanup_failures: Vec<StepFailure>,
-    ) -> Vec<Effect> {
-        let Retiring { extension, old } = retiring;
-        vec![
-            Effect::Forget {
-                contexts: vec![old.context],
-                tools: Vec::new(),
-                hooks: Vec::new(),
-                disposers: old.contribution.disposers,
-            },
-            self.settle(
-                op,
-                OpOutcome::Reloaded {
-                    extension,
-                    cleanup_failures,
-                },
-            ),
-        ]
     }
 
     /// The live hooks rebuilt from the active extensions in activation

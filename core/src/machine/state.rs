@@ -382,3 +382,55 @@ pub(super) fn without_dormant_descriptors(
     }
     kept
 }
+
+/// The cleanup steps a shutdown and a reload's retirement share: both
+/// `dispose.rs` and `reload.rs` run them, so they sit here, below both.
+impl HostCore {
+    /// The next step of the running shutdown: before the first cleanup step
+    /// of an extension, its calls in flight are cancelled and awaited.
+    pub(super) fn next_dispose_step(&mut self, op: OpId) -> Vec<Effect> {
+        let ignore_calls = self.mutant(Mutant::CleanupIgnoresCalls);
+        let Some(Running::Dispose(d)) = &self.running else {
+            return Vec::new();
+        };
+        let step = d.cleanup.current().clone();
+        let calls = if d.cleanup.first_of_extension() && !ignore_calls {
+            self.calls_of(step.context)
+        } else {
+            Vec::new()
+        };
+        if calls.is_empty() {
+            return vec![Effect::RunCleanup { op, step }];
+        }
+        if let Some(Running::Dispose(d)) = &mut self.running {
+            d.draining = true;
+        }
+        vec![Effect::CancelCalls { calls }]
+    }
+
+    /// The old generation's last cleanup step ran: the driver forgets what
+    /// it held, and the reload settles.
+    pub(super) fn finish_retiring(
+        &mut self,
+        op: OpId,
+        retiring: Retiring,
+        cleanup_failures: Vec<StepFailure>,
+    ) -> Vec<Effect> {
+        let Retiring { extension, old } = retiring;
+        vec![
+            Effect::Forget {
+                contexts: vec![old.context],
+                tools: Vec::new(),
+                hooks: Vec::new(),
+                disposers: old.contribution.disposers,
+            },
+            self.settle(
+                op,
+                OpOutcome::Reloaded {
+                    extension,
+                    cleanup_failures,
+                },
+            ),
+        ]
+    }
+}
