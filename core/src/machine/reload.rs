@@ -29,7 +29,7 @@ use crate::ids::{OpId, ToolRef};
 use crate::lifecycle::{
     Activating, Active, Contribution, DefinitionMeta, Extension, ExtensionSlot, Status,
 };
-use crate::outcome::{LiveHook, OpOutcome, StepFailure};
+use crate::outcome::{LiveHook, OpOutcome};
 use crate::protocol::Effect;
 use crate::registry::{Binding, Owner, ToolRegistry, ToolSpec};
 
