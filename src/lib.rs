@@ -63,10 +63,11 @@
 //! | [`id`] | ID-1: the one identifier rule, [`validate_id_segment`] |
 //! | [`resources`] | the trusted-root loader, [`ResourceLoader`] (R-1 to R-11) |
 //! | [`host`] | the async shell: [`host::ExtensionHost`], its context, manifests in the host (H-1 to H-12) |
-//! | [`core`] | the pure host: typestates, tool registry, the transition function the model checker explores |
+//! | [`core`] | the crate `exthost-core`: the pure host (typestates, tool registry, the transition function the model checker explores), ids, text hygiene and error codes |
 //! | [`manifest`] | manifest schema, validation, classes, triggers, schema digests (M-1 to M-7) |
 //! | [`queue`], [`publication`] | the shell's FIFO queue and registry publication cell, checked with loom |
-//! | [`error`] | every stable error code, [`error::codes`] |
+//! | [`error`] | every stable error code, [`error::codes`], and [`CodedError`], the one way an error carries one |
+//! | [`process`] | the MCP stdio runtime, an adapter over the host's public API (feature `process`) |
 //!
 //! ## Guarantees, and their limits
 //!
@@ -95,27 +96,35 @@
 //! Discovery reads metadata only; declared tools are visible before their
 //! extension runs, and what it registers must match what it declared.
 //! Process extensions host unchanged MCP stdio servers with the same
-//! guarantees ([`process`], `docs/process.md`). Limit: reload, dependencies
-//! and providers are planned, not built (`docs/spec.md`).
+//! guarantees ([`process`], `docs/process.md`). An active extension can be
+//! reloaded in one commit (H-12), dependencies activate first and shut down
+//! last (H-13), and extensions contribute model providers (M-8)
+//! (`docs/spec.md`).
 //!
 //! **The logic is model-checked.** The stateright model in `exthost-model`
-//! explores the real core (this crate's [`core`]) and checks INV-1 to
-//! INV-10 and INV-12 on every reachable state, and each seeded bug must be
-//! caught. Limit: the check is exhaustive only within its bounds, and covers
+//! explores the real core (the crate `exthost-core`, re-exported here as
+//! [`core`]) and checks INV-1 to INV-13 on every reachable state, and each
+//! seeded bug must be caught. Limit: the check is exhaustive only within its bounds, and covers
 //! the core; the async shell is checked by loom (its queue and publication
 //! cell), by trace validation of every recorded integration run against the
 //! core, and by fault simulation (`docs/model-checking.md`, `docs/loom.md`,
 //! `docs/host.md`).
 //!
-//! Every error carries a stable code, listed in [`error::codes`].
+//! Every error carries a stable code, listed in [`error::codes`]: it
+//! implements [`CodedError`], and its `Display` is `CODE: message`.
+//! `docs/architecture.md` maps the crates and says where each rule is
+//! decided.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod core;
-pub mod error;
+/// The pure host core: the crate `exthost-core`, re-exported whole.
+pub use exthost_core as core;
+/// Stable error codes (docs/spec.md section 7), from `exthost-core`.
+pub use exthost_core::error;
 #[cfg(not(exthost_loom))]
 pub mod host;
-pub mod id;
+/// ID-1, the one identifier rule, from `exthost-core`.
+pub use exthost_core::id;
 pub mod manifest;
 #[cfg(all(feature = "process", not(exthost_loom)))]
 pub mod process;
@@ -123,8 +132,10 @@ pub mod publication;
 pub mod queue;
 pub mod resources;
 mod sync;
-pub mod text;
+/// Text hygiene for names, descriptions and quoted text, from `exthost-core`.
+pub use exthost_core::text;
 
+pub use error::CodedError;
 #[cfg(not(exthost_loom))]
 pub use host::{
     ActivationContext, Event, Extension, ExtensionDefinition, ExtensionError, ExtensionHost,
@@ -143,6 +154,7 @@ pub use tokio_util::sync::CancellationToken;
 #[cfg(not(exthost_loom))]
 pub mod prelude {
     pub use crate::CancellationToken;
+    pub use crate::CodedError;
     pub use crate::core::Status;
     pub use crate::host::{
         Activation, ActivationContext, BoxFuture, EmitReport, Event, Extension,

@@ -597,54 +597,6 @@ fn declaration_checks_name_each_kind_of_mismatch() {
     );
 }
 
-/// The core is pure: no async runtime, no I/O, no clock, no threads, no
-/// randomness (ARCHITECTURE.md). This reads its sources and fails on any
-/// such import.
-#[test]
-fn the_core_imports_no_runtime_io_clock_or_threads() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
-    let forbidden = [
-        "tokio",
-        "std::fs",
-        "std::io",
-        "std::net",
-        "std::thread",
-        "std::time",
-        "std::process",
-        "std::env",
-        "rand::",
-        "async fn",
-        ".await",
-        "Instant",
-        "SystemTime",
-    ];
-    let mut read = 0;
-    let mut dirs = vec![dir];
-    let mut files = Vec::new();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    for path in files {
-        let text = std::fs::read_to_string(&path).unwrap();
-        read += 1;
-        for word in forbidden {
-            assert!(
-                !text.contains(word),
-                "{} mentions {word:?}: the core must stay pure",
-                path.display()
-            );
-        }
-    }
-    assert!(read >= 7, "read only {read} core files");
-}
-
 /// Found by the model checker: a plain extension must not take a
 /// `<extension>:<tool>` name, or a later manifest extension's dormant
 /// descriptor would be lost (INV-1).

@@ -478,7 +478,7 @@ fn every_mismatch_reason_in_check_order() {
         produced.insert(reason.as_str());
     }
     // The tool reasons; the provider ones (M-8) are produced by
-    // `src/core/machine/providers/tests.rs::provider_declaration_reasons_in_check_order`.
+    // `core/src/machine/providers/tests.rs::provider_declaration_reasons_in_check_order`.
     let listed: BTreeSet<&str> = MISMATCH_REASON_CODES
         .iter()
         .copied()

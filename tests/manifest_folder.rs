@@ -131,7 +131,10 @@ fn one_bad_file_refuses_the_batch_and_every_problem_is_listed() {
         duplicate.message()
     );
     let text = error.to_string();
-    assert!(text.starts_with("7 manifest problem(s)"), "{text}");
+    assert!(
+        text.starts_with("MANIFEST_INVALID: 7 manifest problem(s)"),
+        "{text}"
+    );
     assert!(
         text.contains("d-unknown") && text.contains("unknown_field"),
         "{text}"

@@ -100,6 +100,7 @@ fn every_rule_label_in_the_repository_has_a_heading_in_the_spec() {
     let mut files = vec![root().join("README.md")];
     for dir in [
         "src",
+        "core",
         "model",
         "tests",
         "docs",
@@ -136,6 +137,7 @@ fn table() -> Vec<(String, Vec<Vec<String>>, bool)> {
         .split("## Traceability")
         .nth(1)
         .expect("docs/README.md has a Traceability section");
+    let section = section.split("\n## ").next().unwrap();
     section
         .lines()
         .filter(|l| l.starts_with("| INV-"))
@@ -179,7 +181,7 @@ fn every_invariant_of_the_spec_has_a_row_and_every_built_one_is_traced() {
 fn every_property_mutant_file_and_test_the_table_names_exists() {
     let properties = read("model/src/properties.rs");
     let mutants = read("model/src/mutants.rs");
-    let machine = read("src/core/mutant.rs");
+    let machine = read("core/src/mutant.rs");
     for (inv, cells, _) in table() {
         for property in &cells[0] {
             assert!(
@@ -194,7 +196,7 @@ fn every_property_mutant_file_and_test_the_table_names_exists() {
             );
             assert!(
                 machine.contains(&format!("    {mutant},")),
-                "{inv}: no Mutant::{mutant} in src/core/mutant.rs"
+                "{inv}: no Mutant::{mutant} in core/src/mutant.rs"
             );
         }
         for test in &cells[2] {
@@ -209,4 +211,46 @@ fn every_property_mutant_file_and_test_the_table_names_exists() {
             );
         }
     }
+}
+
+/// The rows of the "Decided in" table of `docs/README.md`: `(rule, file)`.
+fn decided_in() -> Vec<(String, String)> {
+    let readme = read("docs/README.md");
+    let section = readme
+        .split("\n## Decided in")
+        .nth(1)
+        .expect("docs/README.md has a Decided in section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| ["| H-", "| M-", "| INV-"].iter().any(|p| l.starts_with(p)))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim().trim_matches('|').split('|').collect();
+            assert_eq!(cells.len(), 3, "a row has three cells: {l}");
+            let files: Vec<&str> = cells[1].split('`').skip(1).step_by(2).collect();
+            assert_eq!(files.len(), 1, "a row names one file: {l}");
+            (cells[0].trim().to_owned(), files[0].to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn every_h_m_and_inv_rule_is_decided_in_one_file_that_names_it() {
+    let expected: BTreeSet<String> = spec_headings()
+        .into_iter()
+        .filter(|l| l.starts_with("H-") || l.starts_with("M-") || l.starts_with("INV-"))
+        .collect();
+    assert!(expected.len() >= 30, "{expected:?}");
+    let rows = decided_in();
+    let mut seen = BTreeSet::new();
+    for (rule, file) in &rows {
+        assert!(seen.insert(rule.clone()), "{rule} has two rows");
+        let text = std::fs::read_to_string(root().join(file))
+            .unwrap_or_else(|e| panic!("{rule}: cannot read {file}: {e}"));
+        assert!(
+            labels(&text).contains(rule),
+            "{rule}: {file} does not name {rule}"
+        );
+    }
+    assert_eq!(seen, expected, "spec rules versus Decided in rows");
 }

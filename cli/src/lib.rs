@@ -76,7 +76,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Model-check every invariant of the host core within bounds (default
-    /// bounds: minutes; `--ci`: about 25 s).
+    /// bounds: about 26 s; `--ci`: under 10 s).
     Check(exthost_model::run::CheckArgs),
     /// Serve stateright's web explorer of the model on 127.0.0.1 (CI bounds
     /// unless `--full`).

@@ -11,7 +11,7 @@
 //! - An action is small and carries the handles it needs, so that the
 //!   checker can store paths cheaply and renaming can reach every handle.
 
-use exthost::core::{CallId, CleanupStep, ContextId, LiveHook, OpId, OpKind};
+use exthost_core::{CallId, CleanupStep, ContextId, LiveHook, OpId, OpKind};
 
 /// An extension, by its index in [`crate::scenario::Scenario::extensions`].
 pub type Ext = u8;
@@ -50,7 +50,7 @@ pub enum Awaited {
 }
 
 /// One step of the environment. Every variant but [`Action::Hang`] is fed
-/// to the core as the [`Input`](exthost::core::Input) of the same name (`CallStart`,
+/// to the core as the [`Input`](exthost_core::Input) of the same name (`CallStart`,
 /// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Action {

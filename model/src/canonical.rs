@@ -1,5 +1,5 @@
 //! Canonical states of the model: the core renames its handles
-//! ([`exthost::core::canonical`]) and the environment applies the same
+//! ([`exthost_core::canonical`]) and the environment applies the same
 //! renaming to what it observed.
 //!
 //! Architecture invariants:
@@ -18,8 +18,8 @@
 
 use std::sync::Arc;
 
-use exthost::core::canonical::{HandleSet, Renaming, rename_hook, rename_step, step_handles};
-use exthost::core::{LiveHook, OpOutcome, StepFailure};
+use exthost_core::canonical::{HandleSet, Renaming, rename_hook, rename_step, step_handles};
+use exthost_core::{LiveHook, OpOutcome, StepFailure};
 
 use crate::action::Action;
 use crate::state::{Activation, CleanupObs, EmitObs, Env, Settled, State};
@@ -250,7 +250,7 @@ impl Env {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeededBug {
     /// The core forgets to rename the operations in its queue
-    /// ([`exthost::core::canonical::CanonicalBug`]).
+    /// ([`exthost_core::canonical::CanonicalBug`]).
     CoreForgetsQueuedOps,
     /// The environment forgets to rename the operations the callers wait
     /// for.
@@ -267,7 +267,7 @@ impl State {
     }
 
     /// The state with its handles renamed by `r` (which must know each of
-    /// them); the core's counters follow (see [`exthost::core::canonical`]).
+    /// them); the core's counters follow (see [`exthost_core::canonical`]).
     pub fn renamed(&self, r: &Renaming) -> State {
         let mut s = self.clone();
         s.rename(r, None);
@@ -278,7 +278,7 @@ impl State {
         match bug {
             Some(SeededBug::CoreForgetsQueuedOps) => self.core.rename_handles_with_bug(
                 r,
-                Some(exthost::core::canonical::CanonicalBug::ForgetQueuedOps),
+                Some(exthost_core::canonical::CanonicalBug::ForgetQueuedOps),
             ),
             _ => self.core.rename_handles(r),
         }

@@ -1,11 +1,11 @@
 //! # exthost-model
 //!
 //! A [stateright] model of the exthost pure core. The model's state is the
-//! core's own [`HostCore`](exthost::core::HostCore) plus a small
+//! core's own [`HostCore`](exthost_core::HostCore) plus a small
 //! environment ([`state::Env`]); its actions are the core's
-//! [`Input`](exthost::core::Input)s, chosen nondeterministically within
+//! [`Input`](exthost_core::Input)s, chosen nondeterministically within
 //! [`Bounds`]; every transition is the core's real
-//! [`apply`](exthost::core::HostCore::apply) followed by the environment
+//! [`apply`](exthost_core::HostCore::apply) followed by the environment
 //! observing the returned effects. There is no second implementation of the
 //! host's logic here: the properties judge what the core did.
 //!

@@ -21,8 +21,8 @@ mod observe;
 
 use std::sync::Arc;
 
-use exthost::core::canonical::{Handle, HandleKind, HandleSet};
-use exthost::core::{
+use exthost_core::canonical::{Handle, HandleKind, HandleSet};
+use exthost_core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect,
     Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered,
     Registration, Requested,

@@ -1,7 +1,7 @@
-//! The seeded bugs of `exthost::core::Mutant`, what each must break, and
+//! The seeded bugs of `exthost_core::Mutant`, what each must break, and
 //! the small bounds under which the checker finds the break quickly.
 
-use exthost::core::Mutant;
+use exthost_core::Mutant;
 
 use crate::scenario::Bounds;
 

@@ -15,7 +15,7 @@
 //! names the `Model` impl (`crate::model` builds the checker's list on
 //! top).
 
-use exthost::core::{LiveHook, OpOutcome};
+use exthost_core::{LiveHook, OpOutcome};
 use stateright::Expectation;
 
 use crate::scenario::Scenario;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use exthost::core::{
+use exthost_core::{
     Awaiting, Binding, CleanupKind, CleanupStep, Effect, FailureCause, LiveHook, OpKind, OpOutcome,
     Phase, Registration,
 };
@@ -491,11 +491,11 @@ pub fn svg(_: &Scenario, s: &State) -> String {
     for (i, e) in s.core.extensions().iter().enumerate() {
         let x = 10 + 130 * i;
         let fill = match e.status() {
-            exthost::core::Status::Discovered => "#eeeeee",
-            exthost::core::Status::Activating => "#fff3b0",
-            exthost::core::Status::Active => "#c8f0c8",
-            exthost::core::Status::Failed => "#f6c0c0",
-            exthost::core::Status::Disposed => "#c8d8f0",
+            exthost_core::Status::Discovered => "#eeeeee",
+            exthost_core::Status::Activating => "#fff3b0",
+            exthost_core::Status::Active => "#c8f0c8",
+            exthost_core::Status::Failed => "#f6c0c0",
+            exthost_core::Status::Disposed => "#c8d8f0",
         };
         let _ = write!(
             body,

@@ -2,7 +2,7 @@
 //! register, the discovery script and the bounds that keep the state space
 //! finite.
 
-use exthost::core::{
+use exthost_core::{
     DefinitionMeta, HostCore, ModelRecord, ProviderRecord, Registration, ToolRef, ToolSpec,
 };
 
@@ -436,7 +436,7 @@ impl Scenario {
                 .bounds
                 .tool_names
                 .iter()
-                .any(|n| exthost::validate_id_segment(n).is_err())
+                .any(|n| exthost_core::id::validate_id_segment(n).is_err())
     }
 
     /// True when some plain tool name collides with the API name of a

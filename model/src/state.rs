@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use exthost::core::{
+use exthost_core::{
     CallId, CleanupStep, ContextId, DisposerRef, HookRef, HostCore, LiveHook, OpId, OpKind,
     OpOutcome, ToolRef,
 };

@@ -5,11 +5,11 @@
 //! definition shape and the same pool of tools, and the environment offers
 //! each the same choices. Once nothing can name one of them apart (the
 //! refused discovery batch naming `a` can no longer be tried, and no
-//! definition depends on either, [`HostCore::interchangeable`](exthost::core::HostCore::interchangeable)), a state
+//! definition depends on either, [`HostCore::interchangeable`](exthost_core::HostCore::interchangeable)), a state
 //! and the state where the two have exchanged everything they hold
 //! behave the same up to that exchange, so the checker keeps one of the
 //! two ([`HostModel::representative`](crate::model::HostModel::representative)). The core exchanges its own fields
-//! ([`HostCore::exchange_extensions`](exthost::core::HostCore::exchange_extensions), which keeps discovery order); this
+//! ([`HostCore::exchange_extensions`](exthost_core::HostCore::exchange_extensions), which keeps discovery order); this
 //! module adds the places the environment keeps an extension's id or
 //! index, and the choice of the one state kept.
 //!
@@ -35,7 +35,7 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
-use exthost::core::{LiveHook, OpKind, Status};
+use exthost_core::{LiveHook, OpKind, Status};
 
 use crate::action::{Action, Ext};
 use crate::scenario::{DiscoveryStep, Scenario};

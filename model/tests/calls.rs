@@ -4,7 +4,7 @@
 //! bug that ignores calls. Each step must be one the model offers, and the
 //! effects are the core's own.
 
-use exthost::core::{
+use exthost_core::{
     Awaiting, CallRefused, CallVerdict, CleanupKind, Effect, Mutant, OpKind, OpOutcome,
 };
 use exthost_model::model::{Action, Awaited, Reg, Reply};

@@ -13,7 +13,7 @@
 //! place that keeps a handle's old number) and in the exchange (one place
 //! that keeps an extension's id) make the same test fail.
 
-use exthost::core::canonical::{HandleKind, Renaming};
+use exthost_core::canonical::{HandleKind, Renaming};
 use exthost_model::canonical::SeededBug;
 use exthost_model::{Action, Bounds, HostModel, State};
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! the pure core (the model keeps checking them too: the default tool pool
 //! holds `m:x`, a name in the manifest extension's namespace).
 
-use exthost::core::*;
+use exthost_core::*;
 
 const DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use exthost::core::Mutant;
+use exthost_core::Mutant;
 use exthost_model::mutants::{MUTANTS, MutantCase};
 use exthost_model::properties::INVARIANTS;
 use exthost_model::run::{self, Options, Report, Stop, Strategy};

@@ -2,12 +2,19 @@
 //! manifest, may set or turn off its activation, cleanup and call deadlines;
 //! whatever it leaves alone is the host's.
 //!
-//! This module depends only on the host's [`Deadlines`]; the shell asks it
+//! This module depends on nothing of the host and defines its [`Deadlines`]; the shell asks it
 //! for the deadlines of one extension and never reads an override itself.
 
 use std::time::Duration;
 
-use super::shell::Deadlines;
+/// The deadlines a host enforces (H-12); `None` turns one off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadlines {
+    pub activation: Option<Duration>,
+    pub cleanup: Option<Duration>,
+    pub hook: Option<Duration>,
+    pub call: Option<Duration>,
+}
 
 /// One deadline as an extension states it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use super::code::ExtensionError;
 use crate::core::{
     ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
 };
-use crate::error::codes;
+use crate::error::{CodedError, codes};
 use crate::id::IdError;
 
 /// Everything a host operation can fail with.
@@ -233,20 +233,34 @@ impl std::fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
+impl CodedError for HostError {
+    fn code(&self) -> &'static str {
+        HostError::code(self)
+    }
+    fn message(&self) -> String {
+        HostError::message(self)
+    }
+}
+
 impl HostError {
     /// What went wrong, in words, without the code.
     pub fn message(&self) -> String {
         match self {
             HostError::InvalidExtensionId { id, reason } => {
-                format!("extension id {id:?} is invalid: {reason}")
+                format!("extension id {id:?} is invalid: {}", reason.message())
             }
             HostError::DuplicateExtension { id } => {
                 format!("extension {id:?} is already discovered")
             }
             HostError::InvalidDeclaration { id, reason } => {
-                format!("extension {id:?} declares an unusable tool: {reason}")
+                format!(
+                    "extension {id:?} declares an unusable tool: {}",
+                    reason.message()
+                )
             }
-            HostError::InvalidBaseTool { reason } => format!("base tool refused: {reason}"),
+            HostError::InvalidBaseTool { reason } => {
+                format!("base tool refused: {}", reason.message())
+            }
             HostError::NotFound { id } => format!("no extension {id:?} is discovered"),
             HostError::Activation(failure) => describe_activation(failure),
             HostError::Reload(failure) => format!(
@@ -258,7 +272,10 @@ impl HostError {
                 id,
                 dependency,
                 reason,
-            } => format!("extension {id:?} names an invalid dependency {dependency:?}: {reason}"),
+            } => format!(
+                "extension {id:?} names an invalid dependency {dependency:?}: {}",
+                reason.message()
+            ),
             HostError::DependencyCycle { cycle } => format!(
                 "the batch closes a dependency cycle: {}",
                 cycle.join(" -> ")

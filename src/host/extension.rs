@@ -13,6 +13,7 @@ use super::code::{BoxFuture, ExtensionError, ToolDescriptor};
 use super::contain::Contained;
 use super::context::ActivationContext;
 use super::deadlines::Override;
+use crate::manifest::Trigger;
 
 /// An extension instance, made by its definition's factory.
 ///
@@ -295,4 +296,20 @@ where
     fn activate(&self, context: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
         Box::pin((self.activate)(context))
     }
+}
+
+/// True when the `triggers` list makes the extension eager (M-3).
+pub(crate) fn is_eager(triggers: &[Trigger]) -> bool {
+    triggers.iter().any(|t| matches!(t, Trigger::Eager))
+}
+
+/// The events that start an extension with these triggers (M-3).
+pub(crate) fn trigger_events(triggers: &[Trigger]) -> Vec<String> {
+    triggers
+        .iter()
+        .flat_map(|t| match t {
+            Trigger::HookEvent { events } => events.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
 }

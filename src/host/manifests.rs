@@ -5,7 +5,11 @@
 //! Architecture invariant: depends on `code.rs`, `error.rs` and
 //! `extension.rs` within `host/`; nothing below it (errors, context,
 //! extension definitions) depends on it; only the shell and `mod.rs` do.
+//! It never names a runtime adapter: runtimes other than in-process code
+//! (the `process` runtime, `crate::process`) register themselves as a
+//! [`ManifestRuntime`] in [`InProcessFactories`].
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,12 +19,60 @@ use super::error::{HostError, ManifestFileFailure};
 use super::extension::{Extension, ExtensionDefinition, Factory};
 use crate::manifest::{Classification, Manifest, Notice, Runtime, Trigger, load_manifest_dir};
 
-/// Factories for in-process manifest extensions, by extension id. A
-/// manifest says what an extension is; the embedding program supplies the
-/// code of in-process ones.
-#[derive(Clone, Default)]
+/// A manifest runtime other than in-process code: it turns the manifests it
+/// serves into extension definitions. The `process` runtime (MCP stdio
+/// servers, `exthost::process`) is one; it registers itself in
+/// [`InProcessFactories::new`] when the crate's `process` feature is on.
+pub trait ManifestRuntime: Send + Sync + 'static {
+    /// The definition of `manifest`'s extension, whose folder is `folder`,
+    /// and what the embedding program may watch of it; `None` when
+    /// `manifest` is not of this runtime.
+    fn definition(
+        &self,
+        manifest: &Manifest,
+        folder: &Path,
+    ) -> Option<(ExtensionDefinition, Option<RuntimeView>)>;
+}
+
+/// What a runtime lets the embedding program watch of one discovered
+/// extension (the `process` runtime's is its `ProcessMonitor`), read back
+/// with [`RuntimeView::get`].
+#[derive(Clone)]
+pub struct RuntimeView(Arc<dyn Any + Send + Sync>);
+
+impl RuntimeView {
+    /// Wraps a runtime's view.
+    pub fn new<T: Any + Send + Sync>(view: T) -> Self {
+        Self(Arc::new(view))
+    }
+
+    /// The view, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for RuntimeView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RuntimeView")
+    }
+}
+
+/// Two views are equal when they are the same view.
+impl PartialEq for RuntimeView {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The runtimes of a manifest folder, by the registry of runtimes: the
+/// factories of in-process extensions, by extension id (a manifest says what
+/// an extension is; the embedding program supplies the code of in-process
+/// ones), and every other [`ManifestRuntime`].
+#[derive(Clone)]
 pub struct InProcessFactories {
     factories: HashMap<String, Factory>,
+    runtimes: Vec<Arc<dyn ManifestRuntime>>,
 }
 
 impl std::fmt::Debug for InProcessFactories {
@@ -29,10 +81,33 @@ impl std::fmt::Debug for InProcessFactories {
     }
 }
 
+impl Default for InProcessFactories {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Without the `process` feature no runtime but in-process code is built
+/// in. (With it, `InProcessFactories::new` is in `crate::process`, which
+/// registers itself.)
+#[cfg(not(feature = "process"))]
 impl InProcessFactories {
-    /// No factories.
+    /// No factories, and the built-in runtimes (none without the
+    /// `process` feature).
     pub fn new() -> Self {
-        Self::default()
+        Self::without_runtimes()
+    }
+}
+
+impl InProcessFactories {
+    /// No factories and no runtime but in-process code: a `process`
+    /// manifest is refused (`process_runtime_unsupported`) unless a runtime
+    /// is added with [`with_runtime`](Self::with_runtime).
+    pub fn without_runtimes() -> Self {
+        Self {
+            factories: HashMap::new(),
+            runtimes: Vec::new(),
+        }
     }
 
     /// Adds the factory of extension `id`.
@@ -45,6 +120,23 @@ impl InProcessFactories {
         let definition = ExtensionDefinition::new(id.clone(), factory);
         self.factories.insert(id, definition.factory);
         self
+    }
+
+    /// Adds a runtime; the first runtime that takes a manifest defines its
+    /// extension.
+    pub fn with_runtime(mut self, runtime: impl ManifestRuntime) -> Self {
+        self.runtimes.push(Arc::new(runtime));
+        self
+    }
+
+    fn definition(
+        &self,
+        manifest: &Manifest,
+        folder: &Path,
+    ) -> Option<(ExtensionDefinition, Option<RuntimeView>)> {
+        self.runtimes
+            .iter()
+            .find_map(|runtime| runtime.definition(manifest, folder))
     }
 }
 
@@ -67,10 +159,10 @@ pub struct DiscoveredManifest {
     pub classification: Classification,
     /// What starts it first (M-3).
     pub earliest_trigger: Trigger,
-    /// For a `process` runtime, the view of its children (pid, bounded
-    /// stderr, shutdown outcome, `list_changed` outcomes).
-    #[cfg(feature = "process")]
-    pub process: Option<crate::process::ProcessMonitor>,
+    /// What its runtime lets the program watch: for a `process` runtime,
+    /// the view of its children (pid, bounded stderr, shutdown outcome,
+    /// `list_changed` outcomes), also read as `DiscoveredManifest::process`.
+    pub runtime: Option<RuntimeView>,
 }
 
 impl ExtensionDefinition {
@@ -156,23 +248,18 @@ pub(crate) fn definitions_from_dir(
             reason,
             message,
         };
-        #[cfg(feature = "process")]
-        let mut process = None;
+        let mut runtime = None;
         match manifest.runtime() {
-            #[cfg(feature = "process")]
-            Runtime::Process(_) => {
-                if let Some((definition, monitor)) =
-                    crate::process::definition(manifest, &entry.directory)
-                {
+            Runtime::Process(_) => match factories.definition(manifest, &entry.directory) {
+                Some((definition, view)) => {
                     definitions.push(definition);
-                    process = Some(monitor);
+                    runtime = view;
                 }
-            }
-            #[cfg(not(feature = "process"))]
-            Runtime::Process(_) => failures.push(failure(
-                "process_runtime_unsupported",
-                "process (MCP stdio) extensions need exthost's `process` feature".to_owned(),
-            )),
+                None => failures.push(failure(
+                    "process_runtime_unsupported",
+                    "process (MCP stdio) extensions need exthost's `process` feature".to_owned(),
+                )),
+            },
             Runtime::InProcess => match factories.factories.get(manifest.id()) {
                 None => failures.push(failure(
                     "no_in_process_factory",
@@ -188,8 +275,7 @@ pub(crate) fn definitions_from_dir(
             id: manifest.id().to_owned(),
             classification: manifest.classification(),
             earliest_trigger: manifest.earliest_trigger(),
-            #[cfg(feature = "process")]
-            process,
+            runtime,
         });
         discovery.notices.extend(
             entry
@@ -203,20 +289,4 @@ pub(crate) fn definitions_from_dir(
     } else {
         Err(HostError::ManifestDiscovery { failures })
     }
-}
-
-/// True when `trigger` list makes the extension eager (M-3).
-pub(crate) fn is_eager(triggers: &[Trigger]) -> bool {
-    triggers.iter().any(|t| matches!(t, Trigger::Eager))
-}
-
-/// The events that start an extension with these triggers (M-3).
-pub(crate) fn trigger_events(triggers: &[Trigger]) -> Vec<String> {
-    triggers
-        .iter()
-        .flat_map(|t| match t {
-            Trigger::HookEvent { events } => events.clone(),
-            _ => Vec::new(),
-        })
-        .collect()
 }

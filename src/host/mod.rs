@@ -54,7 +54,9 @@ pub use code::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};
 pub use context::ActivationContext;
 pub use error::{Diagnostics, HostError, ManifestFileFailure};
 pub use extension::{Extension, ExtensionDefinition};
-pub use manifests::{DiscoveredManifest, InProcessFactories, ManifestDiscovery};
+pub use manifests::{
+    DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestRuntime, RuntimeView,
+};
 pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
 pub use snapshot::{ToolInfo, ToolSnapshot};
 pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent, TriggerTrace};
@@ -862,25 +864,46 @@ impl ToolChanges {
     }
 }
 
-/// A handle to a host that does not keep it alive. Crate-internal: a
-/// process extension's `list_changed` watcher holds one, so a host dropped
-/// without `dispose` is freed (and its children killed) even while the
-/// watcher runs.
+/// A handle to a host that does not keep it alive, from
+/// [`ActivationContext::host_handle`]. A runtime adapter above the host
+/// (the `process` runtime's `list_changed` watcher) holds one, so a host
+/// dropped without `dispose` is freed (and its children killed) even while
+/// the watcher runs. It registers nothing (H-6): what it reaches is the
+/// host's ordinary public API, and an operation called through it from
+/// extension code running under the queue fails with `HOST_REENTRANT_CALL`
+/// (H-7).
 #[derive(Clone)]
-pub(crate) struct WeakHost(std::sync::Weak<Inner>);
+pub struct HostHandle(std::sync::Weak<Inner>);
 
-impl WeakHost {
+impl std::fmt::Debug for HostHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostHandle")
+            .field("alive", &(self.0.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl HostHandle {
     /// The host, while any strong handle to it is left.
-    pub(crate) fn upgrade(&self) -> Option<ExtensionHost> {
+    pub fn upgrade(&self) -> Option<ExtensionHost> {
         self.0.upgrade().map(|inner| ExtensionHost { inner })
+    }
+
+    /// [`ExtensionHost::reload`] on the host, or `HOST_DISPOSED` when it is
+    /// gone.
+    pub async fn reload(&self, id: &str) -> Result<Reload, HostError> {
+        match self.upgrade() {
+            Some(host) => host.reload(id).await,
+            None => Err(HostError::Disposed),
+        }
     }
 }
 
 impl ActivationContext {
-    /// A weak handle to the host running this activation (not one of the
-    /// context's public capabilities, H-6).
-    pub(crate) fn weak_host(&self) -> WeakHost {
-        WeakHost(self.host.clone())
+    /// A weak handle to the host running this activation, for adapters that
+    /// watch an extension from outside the queue (see [`HostHandle`]).
+    pub fn host_handle(&self) -> HostHandle {
+        HostHandle(self.host.clone())
     }
 }
 

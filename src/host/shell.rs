@@ -16,7 +16,6 @@ use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use rpds::{RedBlackTreeMapSync, VectorSync};
 use tokio::sync::{Notify, oneshot, watch};
@@ -26,7 +25,6 @@ use super::code::{DisposerFn, HookFn, Tool, ToolDescriptor};
 use super::contain::drop_contained;
 use super::error::HostError;
 use super::extension::{Extension, ExtensionDefinition, Factory};
-use super::manifests;
 use super::snapshot::{ToolHandler, ToolSnapshot};
 use super::trace::{CoreCall, Recorder, TraceEvent, TriggerTrace};
 use crate::core::{
@@ -57,14 +55,7 @@ impl Hasher for HandleHasher {
     }
 }
 
-/// The deadlines a host enforces (H-12); `None` turns one off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Deadlines {
-    pub activation: Option<Duration>,
-    pub cleanup: Option<Duration>,
-    pub hook: Option<Duration>,
-    pub call: Option<Duration>,
-}
+pub(crate) use super::deadlines::Deadlines;
 
 /// What the shell keeps of one tool call in flight.
 pub(crate) struct CallHandle {
@@ -186,20 +177,20 @@ impl Shell {
                     .iter()
                     .map(|def| TriggerTrace {
                         id: def.id.clone(),
-                        events: manifests::trigger_events(&def.triggers),
-                        eager: manifests::is_eager(&def.triggers),
+                        events: super::extension::trigger_events(&def.triggers),
+                        eager: super::extension::is_eager(&def.triggers),
                     })
                     .collect(),
             ));
         }
         for def in &definitions {
-            for event in manifests::trigger_events(&def.triggers) {
+            for event in super::extension::trigger_events(&def.triggers) {
                 let ids = self.event_triggers.entry(event).or_default();
                 if !ids.contains(&def.id) {
                     ids.push(def.id.clone());
                 }
             }
-            if manifests::is_eager(&def.triggers) {
+            if super::extension::is_eager(&def.triggers) {
                 self.eager.push(def.id.clone());
             }
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::error::codes;
+use crate::error::{CodedError, codes};
 
 pub(crate) use crate::error::reason_enum;
 
@@ -181,8 +181,12 @@ reason_enum! {
 /// whole document), a human message and, when it came from a file, the path.
 ///
 /// Messages never echo more than a short, escaped prefix of the input.
+///
+/// Its `Display` is `MANIFEST_INVALID: refused (<reason>) in <file> at
+/// <pointer>: <message>`; [`CodedError::message`] is that text after the
+/// code, and the inherent [`message`](Self::message) the explanation alone.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{}", self.render())]
+#[error("{}: {}", self.code(), self.render())]
 pub struct ManifestError {
     reason: ManifestReason,
     pointer: String,
@@ -255,7 +259,7 @@ impl ManifestError {
     }
 
     fn render(&self) -> String {
-        let mut out = format!("manifest invalid ({})", self.reason);
+        let mut out = format!("refused ({})", self.reason);
         if let Some(file) = &self.file {
             out.push_str(&format!(" in {}", file.display()));
         }
@@ -276,8 +280,11 @@ impl ManifestError {
 
 /// A refused folder of manifests (all-or-nothing): every problem found,
 /// in folder order, each a [`ManifestError`] naming its file.
+///
+/// Its `Display` is `MANIFEST_INVALID: <n> manifest problem(s) in <folder>;
+/// nothing was loaded; ...`, each problem after it without the code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{}", self.render())]
+#[error("{}: {}", self.code(), self.render())]
 pub struct ManifestBatchError {
     directory: PathBuf,
     errors: Vec<ManifestError>,
@@ -319,10 +326,28 @@ impl ManifestBatchError {
         );
         for error in &self.errors {
             out.push_str("; ");
-            out.push_str(&error.to_string());
+            out.push_str(&error.render());
         }
         out
     }
 }
 
 pub(crate) use crate::text::quote;
+
+impl CodedError for ManifestError {
+    fn code(&self) -> &'static str {
+        ManifestError::code(self)
+    }
+    fn message(&self) -> String {
+        self.render()
+    }
+}
+
+impl CodedError for ManifestBatchError {
+    fn code(&self) -> &'static str {
+        ManifestBatchError::code(self)
+    }
+    fn message(&self) -> String {
+        self.render()
+    }
+}

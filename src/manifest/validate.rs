@@ -463,6 +463,8 @@ fn text_refusal<T>(
         TextError::BidiControl { .. } => reasons.bidi,
         // Only display names, which have the code, can be not visible.
         TextError::NotVisible => reasons.not_visible.unwrap_or(reasons.invalid),
+        // `TextError` is non-exhaustive (it lives in exthost-core).
+        _ => reasons.invalid,
     };
     fail(reason, at, format!("{what}: {error}"))
 }

@@ -1,7 +1,7 @@
 //! How a child's misbehaviour becomes a typed error: the three codes of
 //! docs/spec.md section 5 and a bounded quote of what the child sent.
 
-use crate::error::codes;
+use crate::error::{CodedError, codes};
 use crate::host::ExtensionError;
 
 /// At most this many bytes of anything the child sent are quoted in an
@@ -85,6 +85,17 @@ pub fn escape_child_text(text: &str) -> String {
         }
     }
     out
+}
+
+impl std::error::Error for ProcessFault {}
+
+impl CodedError for ProcessFault {
+    fn code(&self) -> &'static str {
+        ProcessFault::code(self)
+    }
+    fn message(&self) -> String {
+        ProcessFault::message(self).to_owned()
+    }
 }
 
 /// At most [`MAX_QUOTED_BYTES`] bytes of `bytes`, lossily decoded and

@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use super::client::Session;
 use super::monitor::{ListChange, MonitorState};
 use crate::core::{FailureCause, Owner};
-use crate::host::{HostError, Reload, ToolSnapshot, WeakHost};
+use crate::host::{HostError, HostHandle, Reload, ToolSnapshot};
 use crate::manifest::schema_digest;
 
 /// A listed tool as compared: name, description, canonical schema digest.
@@ -106,7 +106,7 @@ pub(crate) fn reload_failure(error: &HostError) -> ListChange {
 /// session alive.
 pub(crate) struct Watcher {
     pub(crate) session: Weak<Session>,
-    pub(crate) host: WeakHost,
+    pub(crate) host: HostHandle,
     pub(crate) extension: String,
     pub(crate) monitor: Arc<MonitorState>,
     pub(crate) deadline: Duration,

@@ -43,8 +43,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::host::{
-    ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
-    ToolDescriptor,
+    ActivationContext, BoxFuture, DiscoveredManifest, Event, Extension, ExtensionDefinition,
+    ExtensionError, InProcessFactories, ManifestRuntime, RuntimeView, ToolDescriptor,
 };
 use crate::manifest::{Manifest, ProcessRuntime, Runtime};
 
@@ -137,6 +137,39 @@ impl ProcessExtension {
             folder: folder.into(),
             monitor,
         })
+    }
+}
+
+/// The `process` runtime (P-1): MCP stdio servers as extensions. It
+/// registers itself in the registry of runtimes, [`InProcessFactories::new`];
+/// the host never names it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct McpProcessRuntime;
+
+impl ManifestRuntime for McpProcessRuntime {
+    fn definition(
+        &self,
+        manifest: &Manifest,
+        folder: &Path,
+    ) -> Option<(ExtensionDefinition, Option<RuntimeView>)> {
+        definition(manifest, folder)
+            .map(|(definition, monitor)| (definition, Some(RuntimeView::new(monitor))))
+    }
+}
+
+impl InProcessFactories {
+    /// No factories, and the built-in runtimes: the `process` runtime
+    /// ([`McpProcessRuntime`]).
+    pub fn new() -> Self {
+        Self::without_runtimes().with_runtime(McpProcessRuntime)
+    }
+}
+
+impl DiscoveredManifest {
+    /// For a `process` runtime, the view of its children (pid, bounded
+    /// stderr, shutdown outcome, `list_changed` outcomes).
+    pub fn process(&self) -> Option<ProcessMonitor> {
+        self.runtime.as_ref()?.get::<ProcessMonitor>().cloned()
     }
 }
 
@@ -245,7 +278,7 @@ impl ProcessExtension {
 
         list_changed::Watcher {
             session: Arc::downgrade(&session),
-            host: cx.weak_host(),
+            host: cx.host_handle(),
             extension: id,
             monitor: self.monitor.0.clone(),
             deadline: deadlines.startup,

@@ -303,10 +303,10 @@ impl fmt::Display for IoOperation {
 #[non_exhaustive]
 pub enum ResourceError {
     /// `create` was given no roots. Code `RESOURCE_ROOT_INVALID`.
-    #[error("a resource loader needs at least one root")]
+    #[error("{}: a resource loader needs at least one root", self.code())]
     NoRoots,
     /// A root was refused at creation. Code `RESOURCE_ROOT_INVALID`.
-    #[error("resource root {root_id:?} ({}) is invalid: {reason}", directory.display())]
+    #[error("{}: resource root {root_id:?} ({}) is invalid: {reason}", self.code(), directory.display())]
     RootInvalid {
         /// The root's id, as given.
         root_id: String,
@@ -316,7 +316,7 @@ pub enum ResourceError {
         reason: RootInvalidReason,
     },
     /// The path breaks the grammar. Code `RESOURCE_PATH_INVALID`.
-    #[error("resource path {} is invalid: {reason}", Shown(path))]
+    #[error("{}: resource path {} is invalid: {reason}", self.code(), Shown(path))]
     PathInvalid {
         /// The path, as requested.
         path: String,
@@ -325,7 +325,7 @@ pub enum ResourceError {
     },
     /// The path, or a symbolic link on it, leads outside the root.
     /// Code `RESOURCE_PATH_ESCAPE`.
-    #[error("resource path {} leads outside root {root_id:?}", Shown(path))]
+    #[error("{}: resource path {} leads outside root {root_id:?}", self.code(), Shown(path))]
     PathEscape {
         /// The root whose confinement refused it.
         root_id: String,
@@ -334,7 +334,7 @@ pub enum ResourceError {
     },
     /// A root's directory was replaced after the loader was made.
     /// Code `RESOURCE_ROOT_CHANGED`.
-    #[error("resource root {root_id:?} ({}) changed: {reason}", directory.display())]
+    #[error("{}: resource root {root_id:?} ({}) changed: {reason}", self.code(), directory.display())]
     RootChanged {
         /// The root's id.
         root_id: String,
@@ -345,7 +345,7 @@ pub enum ResourceError {
     },
     /// The path names something other than a regular file, or lies beneath a
     /// component that is not a directory. Code `RESOURCE_NOT_FILE`.
-    #[error("resource path {} in root {root_id:?} is {kind}", Shown(path))]
+    #[error("{}: resource path {} in root {root_id:?} is {kind}", self.code(), Shown(path))]
     NotFile {
         /// The root that holds it.
         root_id: String,
@@ -356,8 +356,7 @@ pub enum ResourceError {
     },
     /// The file changed between its resolution and the end of the read.
     /// Code `RESOURCE_CHANGED_DURING_READ`.
-    #[error(
-        "resource path {} in root {root_id:?} changed during the read: {reason}",
+    #[error("{}: resource path {} in root {root_id:?} changed during the read: {reason}", self.code(),
         Shown(path)
     )]
     ChangedDuringRead {
@@ -369,8 +368,7 @@ pub enum ResourceError {
         reason: ChangeReason,
     },
     /// The file holds more than the cap. Code `RESOURCE_TOO_LARGE`.
-    #[error(
-        "resource path {} in root {root_id:?} is larger than {limit} bytes",
+    #[error("{}: resource path {} in root {root_id:?} is larger than {limit} bytes", self.code(),
         Shown(path)
     )]
     TooLarge {
@@ -382,8 +380,7 @@ pub enum ResourceError {
         limit: usize,
     },
     /// The file is not valid UTF-8. Code `RESOURCE_INVALID_UTF8`.
-    #[error(
-        "resource path {} in root {root_id:?} is not valid UTF-8 (at byte {valid_up_to})",
+    #[error("{}: resource path {} in root {root_id:?} is not valid UTF-8 (at byte {valid_up_to})", self.code(),
         Shown(path)
     )]
     InvalidUtf8 {
@@ -400,8 +397,7 @@ pub enum ResourceError {
     },
     /// Any other I/O failure, symlink loops and chains of more than 40 links
     /// included. Code `RESOURCE_IO`.
-    #[error(
-        "resource path {} in root {root_id:?}: {operation} failed: {failure}",
+    #[error("{}: resource path {} in root {root_id:?}: {operation} failed: {failure}", self.code(),
         Shown(path)
     )]
     Io {
@@ -544,3 +540,5 @@ mod tests {
         assert!(!failure.message.is_empty());
     }
 }
+
+exthost_core::coded_by_display!(ResourceError);

@@ -5,7 +5,7 @@
 //! Architecture invariant: reads the state only, like the other choices
 //! of `enabled`.
 
-use exthost::core::{Awaiting, Binding, OpKind, Owner};
+use exthost_core::{Awaiting, Binding, OpKind, Owner};
 
 use super::HostModel;
 use crate::action::Action;

@@ -2,7 +2,7 @@
 //! environment's calls in flight match the core's, status changes are
 //! H-1's (INV-7), API names stay (INV-10).
 
-use exthost::core::{Binding, CallId, HostCore, Status};
+use exthost_core::{Binding, CallId, HostCore, Status};
 
 use super::HostModel;
 use crate::state::{State, Violations};
@@ -79,7 +79,7 @@ fn check_statuses(before: &HostCore, s: &mut State) {
 fn check_api_names(before: &HostCore, s: &mut State) {
     let old = before.registry();
     for entry in s.core.registry().iter() {
-        let reloaded = |prev: &exthost::core::RegistryEntry| {
+        let reloaded = |prev: &exthost_core::RegistryEntry| {
             matches!(prev.binding, Binding::Live(_))
                 && matches!(entry.binding, Binding::Live(_))
                 && prev.owner == entry.owner

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use exthost::core::{CleanupKind, ContextId, Effect, HostCore, OpId, OpKind, OpOutcome, Status};
+use exthost_core::{CleanupKind, ContextId, Effect, HostCore, OpId, OpKind, OpOutcome, Status};
 
 use super::HostModel;
 use crate::action::Action;

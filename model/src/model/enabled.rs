@@ -5,7 +5,7 @@
 //! Architecture invariant: reads the state only; what an action does is
 //! `super::observe`'s and the core's business.
 
-use exthost::core::{Awaiting, ContextId, LiveHook, OpId, OpKind, Phase};
+use exthost_core::{Awaiting, ContextId, LiveHook, OpId, OpKind, Phase};
 
 use super::HostModel;
 use crate::action::{Action, Awaited, Reg};

@@ -5,7 +5,7 @@
 //! Architecture invariant: records observations and transition
 //! violations in the environment; never changes the core.
 
-use exthost::core::{
+use exthost_core::{
     AdmittedCall, CallRefused, CallVerdict, Effect, Owner, Registered, Registration, Requested,
 };
 
@@ -15,7 +15,7 @@ use crate::scenario::DiscoveryStep;
 use crate::state::{
     CallObs, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, State, Violations,
 };
-use exthost::core::{OpId, OpKind};
+use exthost_core::{OpId, OpKind};
 
 impl HostModel {
     pub(super) fn observe(
@@ -364,7 +364,7 @@ impl HostModel {
         &self,
         env: &mut Env,
         action: &Action,
-        reply: Result<Registered, exthost::core::ContextClosed>,
+        reply: Result<Registered, exthost_core::ContextClosed>,
     ) {
         match action {
             Action::Register { ext, context, reg } => {

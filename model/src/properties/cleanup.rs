@@ -4,7 +4,7 @@
 //! Architecture invariant: builds on [`crate::state`] and
 //! [`crate::render`] only.
 
-use exthost::core::{CleanupKind, CleanupStep};
+use exthost_core::{CleanupKind, CleanupStep};
 
 use crate::state::{Activation, Settled};
 
@@ -47,7 +47,7 @@ pub(super) fn cleanup_steps(a: &Activation, instance: bool) -> Vec<CleanupStep> 
 pub(super) fn cleanup_matches(
     settled: &Settled,
     expected: &[CleanupStep],
-    reported: &[exthost::core::StepFailure],
+    reported: &[exthost_core::StepFailure],
     what: &str,
 ) -> Result<(), String> {
     let observed: Vec<&CleanupStep> = settled.cleanup.iter().map(|c| &c.step).collect();

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use exthost::core::{Binding, HookRef, OpOutcome, Owner, Status, ToolRef};
+use exthost_core::{Binding, HookRef, OpOutcome, Owner, Status, ToolRef};
 
 use super::cleanup::{cleanup_matches, cleanup_steps, flag};
 use crate::scenario::Scenario;

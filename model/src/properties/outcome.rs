@@ -4,13 +4,13 @@
 //!
 //! Architecture invariant: a leaf (it names [`crate::state`] only).
 
-use exthost::core::{FailureCause, OpOutcome};
+use exthost_core::{FailureCause, OpOutcome};
 
 use crate::state::{Settled, State};
 
 /// The codes a deadline and a lost task give the step they end.
-pub(super) const TIMEOUT: &str = exthost::error::codes::EXTENSION_TIMEOUT;
-pub(super) const TASK_LOST: &str = exthost::error::codes::EXTENSION_TASK_LOST;
+pub(super) const TIMEOUT: &str = exthost_core::error::codes::EXTENSION_TIMEOUT;
+pub(super) const TASK_LOST: &str = exthost_core::error::codes::EXTENSION_TASK_LOST;
 
 /// Debug text of a list.
 pub(super) fn show<T: std::fmt::Debug>(items: &[T]) -> String {
@@ -19,7 +19,7 @@ pub(super) fn show<T: std::fmt::Debug>(items: &[T]) -> String {
 
 /// The failure of an activation attempt that rolled back: an activation's,
 /// a dependency's (H-13) or a reload's fresh generation (H-12).
-pub(super) fn failed(outcome: &OpOutcome) -> Option<&exthost::core::ActivationFailure> {
+pub(super) fn failed(outcome: &OpOutcome) -> Option<&exthost_core::ActivationFailure> {
     match outcome {
         OpOutcome::ActivationFailed(f)
         | OpOutcome::ReloadFailed(f)

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use exthost::core::{Binding, LiveHook, Owner, is_api_name};
+use exthost_core::{Binding, LiveHook, Owner, is_api_name};
 
 use super::cleanup::flag;
 use super::outcome::show;
@@ -87,7 +87,7 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     declarations_held(sc, s)?;
     let active: BTreeSet<&str> = env.active.iter().map(|a| a.ext.as_str()).collect();
     for slot in core.extensions() {
-        let is_active = slot.status() == exthost::core::Status::Active;
+        let is_active = slot.status() == exthost_core::Status::Active;
         if is_active != active.contains(slot.id()) {
             return Err(format!(
                 "{} is {} but the activations that settled say {}",

@@ -5,7 +5,7 @@
 //! Architecture invariant: builds on [`crate::state`], [`crate::scenario`]
 //! and the leaves [`super::definition`] and [`super::outcome`] only.
 
-use exthost::core::{CleanupKind, FailureCause, OpOutcome, RegistryError};
+use exthost_core::{CleanupKind, FailureCause, OpOutcome, RegistryError};
 
 use super::definition::{Definition, sometimes};
 use super::outcome::{TASK_LOST, TIMEOUT, any_settled, cause, cleanup_failed_with, failed};
@@ -57,7 +57,7 @@ pub(super) fn push(sc: &Scenario, p: &mut Vec<Definition>) {
             any_settled(s, |st| match &st.outcome {
                 OpOutcome::Activated { extension } => {
                     s.core.extension(extension).is_some_and(|e| match e {
-                        exthost::core::ExtensionSlot::Active(a) => a.attempts() >= 2,
+                        exthost_core::ExtensionSlot::Active(a) => a.attempts() >= 2,
                         _ => false,
                     })
                 }

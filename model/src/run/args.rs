@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use exthost::core::Mutant;
+use exthost_core::Mutant;
 use serde::Serialize;
 
 use crate::scenario::Bounds;

@@ -60,7 +60,7 @@ impl World {
             .extensions
             .iter()
             .find(|e| e.id == id)
-            .and_then(|e| e.process.clone())
+            .and_then(|e| e.process())
             .expect("a process extension has a monitor");
         (discovery, monitor)
     }

@@ -1,0 +1,168 @@
+//! Canonical states of the host: two histories that differ only in the
+//! handles they used up are one canonical state.
+
+use super::super::state::Running;
+use crate::canonical::HandleSet;
+use crate::{
+    ContextId, DefinitionMeta, Effect, Failure, HostCore, Input, OpId, OpKind, Registered,
+    Registration, Requested, ToolSpec,
+};
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec::new(name, "d", "0")
+}
+
+/// `a` fails (after registering a tool, or not), then `b` commits a tool.
+fn run(register: bool) -> (HostCore, crate::ToolRef) {
+    let (mut core, _) = HostCore::new(&[spec("base")]).expect("valid");
+    let meta = DefinitionMeta::plain;
+    core.discover(vec![meta("a"), meta("b")])
+        .reply
+        .expect("discover");
+    for id in ["a", "b"] {
+        let queued = core.request(OpKind::Activate(id.into())).reply;
+        assert!(matches!(queued, Requested::Enqueued(_)), "{queued:?}");
+    }
+    core.apply(Input::Begin(OpId(1))).expect("begin");
+    core.apply(Input::FactoryReturned {
+        context: ContextId(1),
+        result: Ok(()),
+    })
+    .expect("factory");
+    if register {
+        core.register(ContextId(1), Registration::Tool(spec("t")))
+            .reply
+            .expect("register");
+    }
+    core.apply(Input::ActivateReturned {
+        context: ContextId(1),
+        result: Err(Failure::error("no")),
+    })
+    .expect("activate");
+    // The rollback disposes of the instance.
+    core.apply(Input::CleanupFinished {
+        op: OpId(1),
+        result: Ok(()),
+    })
+    .expect("cleanup");
+    core.apply(Input::Begin(OpId(2))).expect("begin");
+    core.apply(Input::FactoryReturned {
+        context: ContextId(2),
+        result: Ok(()),
+    })
+    .expect("factory");
+    let tool = match core
+        .register(ContextId(2), Registration::Tool(spec("u")))
+        .reply
+    {
+        Ok(Registered::Tool(t)) => t,
+        other => panic!("{other:?}"),
+    };
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: ContextId(2),
+            result: Ok(()),
+        })
+        .expect("activate");
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::Settle { .. })),
+        "{effects:?}"
+    );
+    (core, tool)
+}
+
+#[test]
+fn a_failed_attempt_leaves_no_trace_in_the_canonical_form() {
+    let (with, t1) = run(true);
+    let (without, t2) = run(false);
+    assert_ne!(t1, t2, "the counters differ");
+    assert_ne!(with, without);
+    assert_eq!(with.canonical(), without.canonical());
+    // Canonical is idempotent, and the next handle is still fresh.
+    let c = with.canonical();
+    assert_eq!(c.canonical(), c);
+    assert_eq!(c.counters.tool, 2);
+}
+
+#[test]
+fn every_handle_of_a_reload_and_its_calls_is_renamed() {
+    // `b` is active; a call of its tool is in flight (it holds b's
+    // generation); a reload of `b` runs its fresh generation's factory.
+    let (mut core, _) = run(true);
+    core.call_start("u").expect("admitted");
+    let queued = core.request(OpKind::Reload("b".into())).reply;
+    assert_eq!(queued, Requested::Enqueued(OpId(3)));
+    core.apply(Input::Begin(OpId(3))).expect("begin");
+    let mut set = HandleSet::new();
+    core.handles(&mut set);
+    let c = core.canonical();
+    // Contexts: the live generation (2) and the fresh one (3) become 1, 2;
+    // the call's generation follows.
+    let mut seen = HandleSet::new();
+    c.handles(&mut seen);
+    assert_eq!(seen.of(crate::canonical::HandleKind::Context), [1, 2]);
+    assert!(c.calls.values().all(|f| f.generation == Some(ContextId(1))));
+    assert_eq!(c.counters.context, 2);
+    assert_eq!(c.canonical(), c);
+    assert_eq!(set.of(crate::canonical::HandleKind::Context), [2, 3]);
+}
+
+/// `b`'s tool call is in flight, a reload of `b` committed its fresh
+/// generation and retires the old one (which the call still runs in).
+fn retiring() -> (HostCore, crate::CallId) {
+    let (mut core, _) = run(true);
+    let call = core.call_start("u").expect("admitted").call;
+    let queued = core.request(OpKind::Reload("b".into())).reply;
+    assert_eq!(queued, Requested::Enqueued(OpId(3)));
+    core.apply(Input::Begin(OpId(3))).expect("begin");
+    core.apply(Input::FactoryReturned {
+        context: ContextId(3),
+        result: Ok(()),
+    })
+    .expect("factory");
+    core.register(ContextId(3), Registration::Tool(spec("u")))
+        .reply
+        .expect("register");
+    core.apply(Input::ActivateReturned {
+        context: ContextId(3),
+        result: Ok(()),
+    })
+    .expect("activate");
+    (core, call)
+}
+
+#[test]
+fn a_retiring_generation_and_its_calls_are_renamed_and_stepping_commutes() {
+    let (core, call) = retiring();
+    let Some(Running::Dispose(d)) = &core.running else {
+        panic!("the old generation retires: {:?}", core.running);
+    };
+    let old = &d.retiring.as_ref().expect("retiring").old;
+    assert_eq!(old.context, ContextId(2));
+    let c = core.canonical();
+    assert_eq!(c.canonical(), c);
+    let Some(Running::Dispose(d)) = &c.running else {
+        panic!("{:?}", c.running);
+    };
+    let old = &d.retiring.as_ref().expect("retiring").old;
+    // Contexts 2 (retiring) and 3 (live) become 1 and 2; the call follows
+    // its generation.
+    assert_eq!(old.context, ContextId(1));
+    assert!(c.calls.values().all(|f| f.generation == Some(ContextId(1))));
+    assert_eq!(c.counters.context, 2);
+    // The call ends; the old generation's cleanup goes on. Stepping the
+    // canonical state gives the canonical form of stepping the original.
+    let renamed_call = *c.calls.keys().next().expect("one call");
+    let (mut a, mut b) = (core.clone(), c.clone());
+    let verdict = a.call_finished(call, false).reply;
+    assert_eq!(b.call_finished(renamed_call, false).reply, verdict);
+    assert_eq!(a.canonical(), b.canonical());
+    // And the next handles each gives out are fresh in both.
+    let mut seen = HandleSet::new();
+    b.handles(&mut seen);
+    assert!(
+        seen.of(crate::canonical::HandleKind::Context)
+            .iter()
+            .all(|k| *k <= b.counters.context)
+    );
+}

@@ -1,0 +1,180 @@
+//! The host's transition code, one file per operation. This file decides
+//! INV-9 (liveness): every input that ends a step (a result, a deadline, a
+//! lost task) reaches whatever step runs, so every operation settles.
+//!
+//! Architecture invariants (imports go one way, top to bottom; no file of
+//! `machine/` imports one above it):
+//! - `mod.rs` (this file): [`HostCore::apply`], the running operation's
+//!   inputs, and the inputs that reach whatever step runs (cleanup results,
+//!   deadlines, lost steps). Nothing imports it but the core's root.
+//! - `calls.rs`: tool calls in flight.
+//! - `admission.rs`: building a host, requests, withdrawals, `Begin`, and
+//!   the queries.
+//! - `activation.rs`, `emit.rs`, `dispose.rs`, `discovery.rs`,
+//!   `reload.rs`: one operation each. `dispose.rs` and `reload.rs` share
+//!   the cleanup steps through `state.rs`; `activation.rs` still calls
+//!   `reload.rs` for a reload's candidate and commit (a reload is an
+//!   activation with another purpose), which is open work of issue 20.
+//! - `probes.rs`: the seeded bugs' bodies, one statement at each site.
+//! - `canonical.rs`: the walk over every handle the host holds, for
+//!   canonical states (it builds on `state.rs` and on [`crate::canonical`]
+//!   only; no transition uses it).
+//! - `symmetry.rs`: when two extensions are interchangeable, and their
+//!   exchange in every place the host keeps an extension id, for canonical
+//!   states (it builds on `state.rs` only; no transition uses it).
+//! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
+//!   cursor and plan.
+//! - `providers.rs`: M-8, the providers of a candidate (declaration match,
+//!   clash) and provider selection; builds on `state.rs`, the core's
+//!   [`crate::declarations`] and `probes.rs` only.
+//!
+//! The declaration checks (M-5) sit below the machine, in
+//! [`crate::declarations`], as `outcome` needs their error type; they are
+//! re-exported here as `machine::declarations` for existing paths.
+
+mod activation;
+mod admission;
+mod calls;
+mod canonical;
+mod discovery;
+mod dispose;
+mod emit;
+mod probes;
+mod providers;
+mod reload;
+mod state;
+mod symmetry;
+
+pub use crate::declarations;
+pub use declarations::{
+    DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, check_declarations,
+    check_provider_declarations,
+};
+pub use providers::ProviderSelection;
+pub use state::{HostCore, Phase};
+
+use crate::error::codes;
+use crate::ids::OpId;
+use crate::lifecycle::Cancellation;
+use crate::outcome::Failure;
+use crate::protocol::{Awaiting, Effect, Input, ProtocolError};
+use state::{Activation, ActivationStep, Running};
+
+impl HostCore {
+    /// Applies one input of the running operation (or the `Begin` of the
+    /// next) and returns the commands to perform, in order. An input that
+    /// is not valid now changes nothing and is an error.
+    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+        match input {
+            Input::Begin(op) => self.begin(op),
+            Input::FactoryReturned { context, result } => self.factory_returned(context, result),
+            Input::ActivateReturned { context, result } => self.activate_returned(context, result),
+            Input::HookFinished { op, result } => self.hook_finished(op, result),
+            Input::HooksFinished { op, results } => self.hooks_finished(op, results),
+            Input::CleanupFinished { op, result } => self.cleanup_finished(op, result),
+            Input::DeadlinePassed { op } => self.deadline_passed(op),
+            Input::StepLost { op } => self.step_lost(op),
+        }
+    }
+
+    /// `CleanupFinished`: a rollback's or the shutdown's step finished.
+    fn cleanup_finished(
+        &mut self,
+        op: OpId,
+        result: Result<(), Failure>,
+    ) -> Result<Vec<Effect>, ProtocolError> {
+        match self.running.take() {
+            Some(Running::Activation(Activation {
+                op: running,
+                extension,
+                step: ActivationStep::Rollback { cause, cleanup },
+                purpose,
+            })) if running == op => {
+                let a = Activation {
+                    op,
+                    extension,
+                    step: ActivationStep::Factory,
+                    purpose,
+                };
+                Ok(self.rollback_step_finished(a, cause, cleanup, result))
+            }
+            Some(Running::Dispose(d)) if d.op == op && !d.draining => {
+                Ok(self.dispose_step_finished(d, result))
+            }
+            other => {
+                self.running = other;
+                Err(ProtocolError(format!(
+                    "{op} is not waiting for a cleanup step"
+                )))
+            }
+        }
+    }
+
+    /// `DeadlinePassed`: the awaited step's deadline passed. An activation
+    /// is cancelled, and whatever it returns afterwards counts as timed
+    /// out; a cleanup step is recorded as failed with `EXTENSION_TIMEOUT`
+    /// and the next step runs; the calls shutdown waits for are abandoned.
+    fn deadline_passed(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
+        self.check_running(op)?;
+        match HostCore::awaiting(self) {
+            Some(Awaiting::Factory(context) | Awaiting::Activate(context)) => {
+                let Some(Running::Activation(a)) = &mut self.running else {
+                    return Err(ProtocolError(format!("{op} is not an activation")));
+                };
+                let a = a.extension.state_mut();
+                // A shutdown that fired the signal first keeps its cause.
+                if a.cancelled.is_some() {
+                    return Ok(Vec::new());
+                }
+                a.cancelled = Some(Cancellation::Deadline);
+                Ok(vec![Effect::Cancel { context }])
+            }
+            Some(Awaiting::Cleanup(..)) => self.cleanup_finished(
+                op,
+                Err(Failure::coded(
+                    codes::EXTENSION_TIMEOUT,
+                    "the cleanup step did not settle within its deadline",
+                )),
+            ),
+            Some(Awaiting::Calls(..)) => {
+                let left = self.draining_calls();
+                Ok(self.stop_draining(op, left))
+            }
+            _ => Err(ProtocolError(format!(
+                "{op} awaits no step with a deadline"
+            ))),
+        }
+    }
+
+    /// `StepLost`: the task performing the awaited step is gone. The step
+    /// fails with `EXTENSION_TASK_LOST`, exactly as if it had returned that
+    /// error, and the operation goes on with its next step.
+    fn step_lost(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
+        self.check_running(op)?;
+        let lost = || {
+            Err(Failure::coded(
+                codes::EXTENSION_TASK_LOST,
+                "the task running this step ended without a result",
+            ))
+        };
+        match HostCore::awaiting(self) {
+            Some(Awaiting::Factory(context)) => self.factory_returned(context, lost()),
+            Some(Awaiting::Activate(context)) => self.activate_returned(context, lost()),
+            Some(Awaiting::Hook(..)) => self.hook_finished(op, lost()),
+            Some(Awaiting::Cleanup(..)) => self.cleanup_finished(op, lost()),
+            Some(Awaiting::Calls(..)) => {
+                let left = self.draining_calls();
+                Ok(self.stop_draining(op, left))
+            }
+            _ => Err(ProtocolError(format!("{op} awaits no step"))),
+        }
+    }
+
+    fn check_running(&self, op: OpId) -> Result<(), ProtocolError> {
+        if self.running_op() == Some(op) {
+            Ok(())
+        } else {
+            Err(ProtocolError(format!("{op} is not the running operation")))
+        }
+    }
+}

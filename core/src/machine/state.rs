@@ -1,0 +1,436 @@
+//! The host's state: [`HostCore`] and the progress of the one operation
+//! that runs, with the helpers every operation shares (the cleanup cursor
+//! and plan, settling).
+//!
+//! Decides INV-2 (rollback completeness): the one cleanup-plan builder
+//! lists every disposer and instance an attempt registered.
+//!
+//! Architecture invariants:
+//! - This is the bottom of `machine/`: it imports no other file of it, and
+//!   every other file of it builds on this one.
+//! - A field never restates another: whether an activation has an instance
+//!   or an open context is its [`ActivationStep`]; the extension that
+//!   activates is owned by the running [`Activation`], not by its slot.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rpds::{RedBlackTreeMapSync, VectorSync};
+
+use crate::ids::{CallId, ContextId, Counters, DisposerRef, OpId};
+use crate::lifecycle::{
+    Activating, Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot,
+};
+use crate::mutant::Mutant;
+use crate::outcome::{
+    CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
+    StepFailure,
+};
+use crate::protocol::Effect;
+use crate::registry::{Binding, Owner, ToolRegistry};
+
+/// An operation waiting in the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Queued {
+    pub op: OpId,
+    pub kind: OpKind,
+    /// Shutdown began before its turn: it settles without running.
+    pub cancelled: bool,
+}
+
+/// Where a running activation is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ActivationStep {
+    /// The factory runs; no instance yet, the context is closed.
+    Factory,
+    /// `activate` runs: an instance exists and the context is open.
+    Activate,
+    /// The rollback runs; the context is closed.
+    Rollback {
+        cause: FailureCause,
+        cleanup: CleanupCursor,
+    },
+}
+
+/// The running activation: it owns the extension while it activates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Activation {
+    pub op: OpId,
+    pub extension: Extension<Activating>,
+    pub step: ActivationStep,
+    /// What the attempt is for.
+    pub purpose: Purpose,
+}
+
+/// What a running activation attempt is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Purpose {
+    /// Activating an extension that is not active. `then`: the extensions
+    /// this operation activates after this one, each its own transaction,
+    /// in reverse (the next one last, the one asked for first, H-13); empty
+    /// when this is the one asked for.
+    Activate { then: Vec<String> },
+    /// A fresh generation of an active extension (H-12): the active one
+    /// stays live until this attempt commits.
+    Reload,
+}
+
+impl Activation {
+    pub fn context(&self) -> ContextId {
+        self.extension.state().context
+    }
+}
+
+/// The running emit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Emit {
+    pub op: OpId,
+    pub hooks: VectorSync<LiveHook>,
+    pub next: usize,
+    pub diagnostics: Vec<HookDiagnostic>,
+}
+
+/// The running shutdown, or the cleanup of a reloaded extension's old
+/// generation: both drain a generation's calls before its first cleanup
+/// step and attempt every step.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Dispose {
+    pub op: OpId,
+    pub cleanup: CleanupCursor,
+    /// Waiting for the calls in flight of the current step's generation
+    /// before its first cleanup step (INV-12).
+    pub draining: bool,
+    /// Shutdown, or retiring a reloaded extension's old generation.
+    pub retiring: Option<Retiring>,
+}
+
+/// The old generation a reload retires (H-12): what it held, for the
+/// driver to forget once its cleanup ran.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Retiring {
+    pub extension: String,
+    pub old: crate::lifecycle::Active,
+}
+
+/// The operation that runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Running {
+    Activation(Activation),
+    Emit(Emit),
+    Dispose(Dispose),
+}
+
+impl Running {
+    pub fn op(&self) -> OpId {
+        match self {
+            Running::Activation(a) => a.op,
+            Running::Emit(e) => e.op,
+            Running::Dispose(d) => d.op,
+        }
+    }
+}
+
+/// The one cleanup cursor: a plan of steps, the step that runs, and the
+/// steps that failed (a rollback's and the shutdown's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct CleanupCursor {
+    steps: Vec<CleanupStep>,
+    next: usize,
+    failures: Vec<StepFailure>,
+}
+
+/// What the cursor does after a step finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Advance {
+    /// Another step follows.
+    Next,
+    /// Every step ran.
+    Done,
+    /// It stopped at a failing step (only under a seeded bug).
+    Stopped,
+}
+
+impl CleanupCursor {
+    /// A cursor at the first step of `steps`; `None` when there is none.
+    pub fn new(steps: Vec<CleanupStep>) -> Option<Self> {
+        (!steps.is_empty()).then_some(Self {
+            steps,
+            next: 0,
+            failures: Vec::new(),
+        })
+    }
+
+    /// The step that runs.
+    pub fn current(&self) -> &CleanupStep {
+        &self.steps[self.next]
+    }
+
+    /// True when the step that runs is the first of its extension.
+    pub fn first_of_extension(&self) -> bool {
+        self.next == 0 || self.steps[self.next - 1].extension != self.current().extension
+    }
+
+    /// Records the result of the step that runs and moves on.
+    pub fn advance(&mut self, result: Result<(), Failure>, stop_on_failure: bool) -> Advance {
+        let failed = match result {
+            Ok(()) => false,
+            Err(failure) => {
+                self.failures.push(StepFailure {
+                    step: self.current().clone(),
+                    failure,
+                });
+                true
+            }
+        };
+        self.next += 1;
+        if failed && stop_on_failure {
+            Advance::Stopped
+        } else if self.next < self.steps.len() {
+            Advance::Next
+        } else {
+            Advance::Done
+        }
+    }
+
+    /// The steps that failed, in attempt order.
+    pub fn into_failures(self) -> Vec<StepFailure> {
+        self.failures
+    }
+
+    /// The plan's steps and the failed ones, to read their handles
+    /// (`canonical.rs`).
+    pub fn parts(&self) -> (&[CleanupStep], &[StepFailure]) {
+        (&self.steps, &self.failures)
+    }
+
+    /// The plan's steps and the failed ones, to rename their handles
+    /// (`canonical.rs`); no transition goes through here.
+    pub fn parts_mut(&mut self) -> (&mut [CleanupStep], &mut [StepFailure]) {
+        (&mut self.steps, &mut self.failures)
+    }
+}
+
+/// The one cleanup plan of an extension's attempt: its disposers in
+/// reverse registration order (forward only under a seeded bug), then the
+/// instance's own `dispose` when it has an instance (H-5, H-11).
+pub(super) fn cleanup_plan(
+    extension: &str,
+    context: ContextId,
+    disposers: &[DisposerRef],
+    instance: bool,
+    forward: bool,
+) -> impl Iterator<Item = CleanupStep> {
+    let step = |kind| CleanupStep {
+        extension: extension.to_owned(),
+        context,
+        kind,
+    };
+    let mut order: Vec<(usize, DisposerRef)> = disposers.iter().copied().enumerate().collect();
+    if !forward {
+        order.reverse();
+    }
+    let disposers: Vec<CleanupStep> = order
+        .into_iter()
+        .map(|(index, disposer)| step(CleanupKind::Disposer { index, disposer }))
+        .collect();
+    let instance = instance.then(|| step(CleanupKind::Instance));
+    disposers.into_iter().chain(instance)
+}
+
+/// Releases what a cleanup never reads of a contribution (its tools, hooks
+/// and providers; the disposers stay for the plan) and returns the
+/// `Forget` of the released handles, if there are any: a rollback sends it
+/// before its first step, a reload's commit at the swap; the shutdown
+/// drops it, the shell forgetting every handle at the end.
+pub(super) fn release_unpublished(contribution: &mut Contribution) -> Option<Effect> {
+    contribution.providers.clear();
+    let hooks = std::mem::take(&mut contribution.hooks);
+    let tools: Vec<_> = std::mem::take(&mut contribution.tools)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    (!tools.is_empty() || !hooks.is_empty()).then(|| Effect::Forget {
+        contexts: Vec::new(),
+        tools,
+        hooks,
+        disposers: Vec::new(),
+    })
+}
+
+/// The host's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Serving operations.
+    Open,
+    /// `dispose` was requested: new requests are refused; it waits its turn.
+    Closing(OpId),
+    /// Shut down.
+    Disposed(OpId),
+}
+
+/// One tool call in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct InFlight {
+    pub owner: Owner,
+    /// The generation (context) of the extension whose tool it runs; `None`
+    /// for a base tool. A reload retires one generation while the next
+    /// one's calls go on.
+    pub generation: Option<ContextId>,
+}
+
+/// The pure host: all logical state, no closures, no I/O, no clock.
+///
+/// Callers' commands are typed methods that answer at once
+/// ([`HostCore::discover`], [`HostCore::request`], [`HostCore::withdraw`],
+/// [`HostCore::register`], [`HostCore::call_start`],
+/// [`HostCore::call_finished`]). The running operation is driven by
+/// [`HostCore::apply`]: perform the returned [`Effect`]s in order and feed
+/// their results back as further [`Input`](crate::protocol::Input)s.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostCore {
+    pub(super) exts: Vec<ExtensionSlot>,
+    /// Slot by id. Persistent, so that copying a host (the model checker
+    /// copies one per step) shares it instead of copying every id.
+    pub(super) index: RedBlackTreeMapSync<String, usize>,
+    pub(super) registry: ToolRegistry,
+    pub(super) hooks: VectorSync<LiveHook>,
+    pub(super) activation_order: Vec<String>,
+    pub(super) queue: VecDeque<Queued>,
+    pub(super) running: Option<Running>,
+    pub(super) phase: Phase,
+    pub(super) counters: Counters,
+    /// Tool calls in flight, by handle (INV-12).
+    pub(super) calls: BTreeMap<CallId, InFlight>,
+    #[cfg(feature = "mutants")]
+    pub(super) mutant: Option<Mutant>,
+    /// Operations begun and not settled under `StartBeforeSettled`.
+    #[cfg(feature = "mutants")]
+    pub(super) suspended: Vec<Running>,
+}
+
+impl HostCore {
+    /// True when this core runs the seeded bug `m`; always `false` without
+    /// the `mutants` feature.
+    #[allow(unused_variables)]
+    pub(super) fn mutant(&self, m: Mutant) -> bool {
+        #[cfg(feature = "mutants")]
+        {
+            self.mutant == Some(m)
+        }
+        #[cfg(not(feature = "mutants"))]
+        {
+            false
+        }
+    }
+
+    /// The operation running now.
+    pub fn running_op(&self) -> Option<OpId> {
+        self.running.as_ref().map(Running::op)
+    }
+
+    /// The calls in flight of one generation of an extension, in the order
+    /// they started.
+    pub(super) fn calls_of(&self, generation: ContextId) -> Vec<CallId> {
+        self.calls
+            .iter()
+            .filter(|(_, f)| f.generation == Some(generation))
+            .map(|(call, _)| *call)
+            .collect()
+    }
+
+    /// The slot index of the extension with this id (one the core knows).
+    pub(super) fn slot_of(&self, id: &str) -> usize {
+        self.index[id]
+    }
+
+    /// The operation settles: nothing runs any more (or, under
+    /// `StartBeforeSettled`, the one it suspended runs again).
+    pub(super) fn settle(&mut self, op: OpId, outcome: OpOutcome) -> Effect {
+        self.running = None;
+        self.probe_resume_suspended();
+        Effect::Settle { op, outcome }
+    }
+}
+
+/// The cause of a rollback that a fired cancellation signal started.
+pub(super) fn cancelled_cause(why: Cancellation) -> FailureCause {
+    match why {
+        Cancellation::Shutdown => FailureCause::Cancelled,
+        Cancellation::Deadline => FailureCause::DeadlinePassed,
+    }
+}
+
+/// Swaps the dormant descriptors of `meta`'s declared tools out of a
+/// candidate by name (an activation's, H-4, and a reload's, H-12),
+/// returning their API names by runtime name, for the live tools that
+/// replace them to keep (INV-10): O(k log n), never a scan of the
+/// registry, so the Nth activation costs what the first did.
+pub(super) fn without_dormant_descriptors(
+    meta: &DefinitionMeta,
+    candidate: &mut ToolRegistry,
+) -> BTreeMap<String, String> {
+    let owner = Owner::Extension(meta.id.clone());
+    let mut kept = BTreeMap::new();
+    for declared in meta.declared_tools.iter().flatten() {
+        let name = meta.runtime_tool_name(&declared.name);
+        if candidate
+            .get(&name)
+            .is_some_and(|e| e.owner == owner && e.binding == Binding::Dormant)
+            && let Some(dormant) = candidate.remove(&name)
+        {
+            kept.insert(name, dormant.api_name);
+        }
+    }
+    kept
+}
+
+/// The cleanup steps a shutdown and a reload's retirement share: both
+/// `dispose.rs` and `reload.rs` run them, so they sit here, below both.
+impl HostCore {
+    /// The next step of the running shutdown: before the first cleanup step
+    /// of an extension, its calls in flight are cancelled and awaited.
+    pub(super) fn next_dispose_step(&mut self, op: OpId) -> Vec<Effect> {
+        let ignore_calls = self.mutant(Mutant::CleanupIgnoresCalls);
+        let Some(Running::Dispose(d)) = &self.running else {
+            return Vec::new();
+        };
+        let step = d.cleanup.current().clone();
+        let calls = if d.cleanup.first_of_extension() && !ignore_calls {
+            self.calls_of(step.context)
+        } else {
+            Vec::new()
+        };
+        if calls.is_empty() {
+            return vec![Effect::RunCleanup { op, step }];
+        }
+        if let Some(Running::Dispose(d)) = &mut self.running {
+            d.draining = true;
+        }
+        vec![Effect::CancelCalls { calls }]
+    }
+
+    /// The old generation's last cleanup step ran: the driver forgets what
+    /// it held, and the reload settles.
+    pub(super) fn finish_retiring(
+        &mut self,
+        op: OpId,
+        retiring: Retiring,
+        cleanup_failures: Vec<StepFailure>,
+    ) -> Vec<Effect> {
+        let Retiring { extension, old } = retiring;
+        vec![
+            Effect::Forget {
+                contexts: vec![old.context],
+                tools: Vec::new(),
+                hooks: Vec::new(),
+                disposers: old.contribution.disposers,
+            },
+            self.settle(
+                op,
+                OpOutcome::Reloaded {
+                    extension,
+                    cleanup_failures,
+                },
+            ),
+        ]
+    }
+}
