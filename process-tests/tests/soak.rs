@@ -123,7 +123,7 @@ async fn soak_hostile_and_well_behaved_servers_with_reloads() {
     let monitors: Vec<_> = discovery
         .extensions
         .iter()
-        .filter_map(|e| e.process.clone())
+        .filter_map(|e| e.process())
         .collect();
     for id in &ids {
         let _ = within(w.host.activate(id)).await;
