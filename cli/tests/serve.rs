@@ -675,6 +675,43 @@ fn a_missing_folder_and_invalid_manifests_stop_start_up_with_exit_2() {
 }
 
 #[test]
+fn skip_invalid_serves_the_valid_manifests_and_names_the_others() {
+    let folder = Folder::new();
+    folder.fixture("fx");
+    folder.lock();
+    std::fs::create_dir_all(folder.ext("bad")).unwrap();
+    std::fs::write(
+        folder.ext("bad").join("extension.json"),
+        r#"{"id":"bad","runtime":{"kind":"process"}}"#,
+    )
+    .unwrap();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (code, lines, stderr) = raw(
+        &folder.path,
+        format!("{INIT}\n{INITIALIZED}\n{list}\n").as_bytes(),
+        &["--skip-invalid"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("bad/extension.json"),
+        "names the skipped file: {stderr}"
+    );
+    assert!(stderr.contains("skipped"), "{stderr}");
+    let listed = lines
+        .iter()
+        .find(|l| l["id"] == 2)
+        .expect("a tools/list answer");
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"fx_pid"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("bad")), "{names:?}");
+}
+
+#[test]
 fn sigterm_disposes_everything_and_exits_0() {
     let folder = Folder::new();
     folder.fixture("fx"); // legacy-eager: starts with serve

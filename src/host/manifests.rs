@@ -216,6 +216,19 @@ impl ExtensionDefinition {
     }
 }
 
+fn file_failures(batch: &crate::manifest::ManifestBatchError) -> Vec<ManifestFileFailure> {
+    batch
+        .errors()
+        .iter()
+        .map(|e| ManifestFileFailure {
+            file: e.file().map(Path::to_path_buf),
+            extension_id: e.extension_id().map(str::to_owned),
+            reason: e.reason_code(),
+            message: e.message().to_owned(),
+        })
+        .collect()
+}
+
 /// Loads `dir` and turns every manifest into a definition, or reports every
 /// file that cannot be one.
 pub(crate) fn definitions_from_dir(
@@ -223,17 +236,89 @@ pub(crate) fn definitions_from_dir(
     factories: &InProcessFactories,
 ) -> Result<(Vec<ExtensionDefinition>, ManifestDiscovery), HostError> {
     let loaded = load_manifest_dir(dir).map_err(|batch| HostError::ManifestDiscovery {
-        failures: batch
-            .errors()
-            .iter()
-            .map(|e| ManifestFileFailure {
-                file: e.file().map(Path::to_path_buf),
-                extension_id: e.extension_id().map(str::to_owned),
-                reason: e.reason_code(),
-                message: e.message().to_owned(),
-            })
-            .collect(),
+        failures: file_failures(&batch),
     })?;
+    let (definitions, discovery, failures) = definitions_of(loaded, factories);
+    if failures.is_empty() {
+        Ok((definitions, discovery))
+    } else {
+        Err(HostError::ManifestDiscovery { failures })
+    }
+}
+
+/// What a lenient discovery found: the definitions of the valid
+/// manifests, what they are, and every manifest left out.
+pub(crate) type ValidDefinitions = (
+    Vec<ExtensionDefinition>,
+    ManifestDiscovery,
+    Vec<ManifestFileFailure>,
+);
+
+/// Like [`definitions_from_dir`], but a manifest that cannot be a
+/// definition is left out and reported instead of refusing the folder.
+/// Only a failure that names no manifest file (the folder itself
+/// unreadable) still refuses it.
+pub(crate) fn valid_definitions_from_dir(
+    dir: &Path,
+    factories: &InProcessFactories,
+) -> Result<ValidDefinitions, HostError> {
+    let (loaded, mut skipped) = match load_manifest_dir(dir) {
+        Ok(loaded) => (loaded, Vec::new()),
+        Err(batch) => {
+            let failures = file_failures(&batch);
+            if failures.iter().any(|f| f.file.is_none()) {
+                return Err(HostError::ManifestDiscovery { failures });
+            }
+            let refused: std::collections::HashSet<PathBuf> =
+                failures.iter().filter_map(|f| f.file.clone()).collect();
+            (valid_manifests(dir, &refused), failures)
+        }
+    };
+    let (definitions, discovery, failures) = definitions_of(loaded, factories);
+    skipped.extend(failures);
+    Ok((definitions, discovery, skipped))
+}
+
+/// The manifests of `dir`'s folders, in folder-name order, but for the
+/// files in `refused` (the folder's batch already reported them).
+fn valid_manifests(
+    dir: &Path,
+    refused: &std::collections::HashSet<PathBuf>,
+) -> Vec<crate::manifest::LoadedManifest> {
+    let Ok(reader) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<PathBuf> = reader
+        .flatten()
+        .filter(|e| e.file_name().as_encoded_bytes().first() != Some(&b'.'))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort_unstable();
+    folders
+        .into_iter()
+        .filter_map(|folder| {
+            let path = folder.join(crate::manifest::MANIFEST_FILE_NAME);
+            if refused.contains(&path) {
+                return None;
+            }
+            let (manifest, notices) = crate::manifest::load_manifest_file(&path).ok()?;
+            Some(crate::manifest::LoadedManifest {
+                manifest,
+                path,
+                directory: folder,
+                notices,
+            })
+        })
+        .collect()
+}
+
+/// Turns loaded manifests into definitions; those that cannot be one are
+/// the failures.
+fn definitions_of(
+    loaded: Vec<crate::manifest::LoadedManifest>,
+    factories: &InProcessFactories,
+) -> ValidDefinitions {
     let mut failures = Vec::new();
     let mut definitions = Vec::new();
     let mut discovery = ManifestDiscovery {
@@ -284,9 +369,5 @@ pub(crate) fn definitions_from_dir(
                 .map(|n| (entry.path.clone(), n.clone())),
         );
     }
-    if failures.is_empty() {
-        Ok((definitions, discovery))
-    } else {
-        Err(HostError::ManifestDiscovery { failures })
-    }
+    (definitions, discovery, failures)
 }

@@ -607,6 +607,25 @@ impl ExtensionHost {
         Ok(discovery)
     }
 
+    /// Like [`ExtensionHost::discover_manifest_dir`], but a manifest that
+    /// cannot be discovered (invalid, or no code for its runtime) is left
+    /// out instead of refusing the folder: the valid ones are discovered as
+    /// one batch and the others are returned, each with its reason code.
+    /// Only a failure that names no manifest file (the folder itself
+    /// unreadable) still refuses the whole folder. `exthost serve
+    /// --skip-invalid` uses it.
+    pub fn discover_valid_manifests(
+        &self,
+        dir: &std::path::Path,
+        factories: &InProcessFactories,
+    ) -> Result<(ManifestDiscovery, Vec<ManifestFileFailure>), HostError> {
+        self.refuse_reentrant("discover")?;
+        let (definitions, discovery, skipped) =
+            manifests::valid_definitions_from_dir(dir, factories)?;
+        self.discover(definitions)?;
+        Ok((discovery, skipped))
+    }
+
     /// Shuts the host down (H-11): cancels a pending activation, waits its
     /// turn, then cleans up active extensions in reverse activation order
     /// (disposers in reverse registration order, then the instance's

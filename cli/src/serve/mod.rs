@@ -91,27 +91,46 @@ pub(crate) fn run(
     }
     let host =
         ExtensionHost::new(options).map_err(|e| Failure::failed(crate::call::describe(&e)))?;
-    if let Err(e) = host.discover_manifest_dir(&dir, factories) {
-        if let HostError::ManifestDiscovery { failures } = &e {
-            for f in failures {
-                writeln!(
-                    err,
-                    "exthost: {}: {} ({})",
-                    f.file
-                        .as_ref()
-                        .map_or_else(String::new, |p| p.display().to_string()),
-                    f.reason,
-                    exthost::process::bounded(&f.message)
-                )?;
+    let print = |err: &mut dyn Write, failures: &[exthost::host::ManifestFileFailure]| {
+        for f in failures {
+            writeln!(
+                err,
+                "exthost: {}: {} ({})",
+                f.file
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.display().to_string()),
+                f.reason,
+                exthost::process::bounded(&f.message)
+            )?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    if args.skip_invalid {
+        match host.discover_valid_manifests(&dir, factories) {
+            Ok((_, skipped)) => {
+                print(&mut *err, &skipped)?;
+                for f in &skipped {
+                    log.line(&format!(
+                        "skipped {}: {}",
+                        f.file
+                            .as_ref()
+                            .map_or_else(String::new, |p| p.display().to_string()),
+                        f.reason
+                    ));
+                }
+            }
+            Err(e) => {
+                if let HostError::ManifestDiscovery { failures } = &e {
+                    print(&mut *err, failures)?;
+                }
+                return Err(Failure::usage(crate::call::describe(&e)));
             }
         }
-        if !args.skip_invalid {
-            return Err(Failure::usage(crate::call::describe(&e)));
+    } else if let Err(e) = host.discover_manifest_dir(&dir, factories) {
+        if let HostError::ManifestDiscovery { failures } = &e {
+            print(&mut *err, failures)?;
         }
-        return Err(Failure::usage(format!(
-            "{}; --skip-invalid cannot serve a part of this folder yet",
-            crate::call::describe(&e)
-        )));
+        return Err(Failure::usage(crate::call::describe(&e)));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
