@@ -65,6 +65,26 @@ pub(crate) fn default_cleanup_deadline(dir: &std::path::Path) -> Duration {
     (longest_grace * 2 + Duration::from_secs(6)).max(Duration::from_secs(MIN_CLEANUP_DEADLINE_SECS))
 }
 
+/// One line per manifest a folder's discovery refused or left out: its
+/// file, its reason code and its message (escaped and bounded).
+pub(crate) fn print_failures(
+    err: &mut dyn Write,
+    failures: &[exthost::host::ManifestFileFailure],
+) -> std::io::Result<()> {
+    for f in failures {
+        writeln!(
+            err,
+            "exthost: {}: {} ({})",
+            f.file
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            f.reason,
+            exthost::process::bounded(&f.message)
+        )?;
+    }
+    Ok(())
+}
+
 /// A host error in one line: its code, its cause's code when it differs,
 /// and its message.
 pub(crate) fn describe(e: &HostError) -> String {
@@ -116,17 +136,7 @@ pub(crate) fn run(
             .map_err(|e| Failure::failed(format!("cannot handle signals: {e}")))?;
         if let Err(e) = host.discover_manifest_dir(&args.dir, factories) {
             if let HostError::ManifestDiscovery { failures } = &e {
-                for f in failures {
-                    writeln!(
-                        err,
-                        "exthost: {}: {} ({})",
-                        f.file
-                            .as_ref()
-                            .map_or_else(String::new, |p| p.display().to_string()),
-                        f.reason,
-                        f.message
-                    )?;
-                }
+                print_failures(err, failures)?;
             }
             return Err(Failure::usage(describe(&e)));
         }

@@ -113,6 +113,13 @@ pub(crate) fn backend_gone(error: &HostError) -> bool {
         || error.code() == exthost::error::codes::EXTENSION_PROCESS_EXITED
 }
 
+/// An error result in words, for the meta-tools' own refusals.
+pub(crate) fn refusal(code: &str, text: String, details: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {text}"))]);
+    result.structured_content = Some(details);
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

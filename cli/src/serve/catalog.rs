@@ -12,7 +12,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressToken, Tool}
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 
-use super::gateway::{Gateway, refusal};
+use super::answer::refusal;
+use super::gateway::Gateway;
 use super::listing::{close_names, find, owner_of};
 
 /// The most results `search_tools` returns.

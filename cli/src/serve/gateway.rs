@@ -10,17 +10,11 @@ use std::sync::{Arc, Mutex};
 use exthost::CancellationToken;
 use exthost::core::Status;
 use exthost::host::{CallOptions, ExtensionHost, Progress};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig,
-};
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken};
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 
 use super::answer;
-use super::catalog;
 use super::listing::{self, close_names, find, owner_of};
 use super::log::Log;
 
@@ -60,14 +54,6 @@ impl Gateway {
             log,
             restart: Arc::default(),
             gates: Arc::default(),
-        }
-    }
-
-    /// What the client sees in `tools/list`.
-    pub(crate) fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
-        match self.expose {
-            Expose::Tools => listing::mcp_tools(&self.host.tools()),
-            Expose::Catalog => catalog::meta_tools(),
         }
     }
 
@@ -178,7 +164,7 @@ impl Gateway {
 
     /// `--warm`: starts every extension not started yet, one after
     /// another, in discovery order.
-    fn warm_up(&self) {
+    pub(crate) fn warm_up(&self) {
         let gateway = self.clone();
         tokio::spawn(async move {
             for extension in gateway.host.extensions() {
@@ -192,63 +178,6 @@ impl Gateway {
                 }
             }
         });
-    }
-}
-
-impl ServerHandler for Gateway {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("exthost", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match self.expose {
-            Expose::Tools => {
-                "exthost serves the tools of its extensions; each extension starts on the first \
-                 call of one of its tools."
-            }
-            Expose::Catalog => {
-                "exthost serves a catalog: search_tools finds tools by words, describe_tool shows \
-                 one tool's input schema, call_tool calls it by name."
-            }
-        })
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.listed_tools()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| (token, context.peer.clone()));
-        let result = match self.expose {
-            Expose::Tools => {
-                self.call(&request.name, request.arguments, context.ct, progress)
-                    .await?
-            }
-            Expose::Catalog => {
-                catalog::call(self, &request.name, request.arguments, context.ct, progress).await?
-            }
-        };
-        Ok(result.into())
-    }
-
-    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
-        if self.warm {
-            self.warm_up();
-        }
     }
 }
 
@@ -267,11 +196,4 @@ pub(crate) async fn forward_list_changes(host: ExtensionHost, peer: Peer<RoleSer
             }
         }
     }
-}
-
-/// An error result in words, for the meta-tools' own refusals.
-pub(crate) fn refusal(code: &str, text: String, details: Value) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {text}"))]);
-    result.structured_content = Some(details);
-    result
 }

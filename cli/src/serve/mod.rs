@@ -9,6 +9,7 @@ mod catalog;
 mod gateway;
 mod listing;
 mod log;
+mod server;
 mod transport;
 
 use std::io::Write;
@@ -91,24 +92,10 @@ pub(crate) fn run(
     }
     let host =
         ExtensionHost::new(options).map_err(|e| Failure::failed(crate::call::describe(&e)))?;
-    let print = |err: &mut dyn Write, failures: &[exthost::host::ManifestFileFailure]| {
-        for f in failures {
-            writeln!(
-                err,
-                "exthost: {}: {} ({})",
-                f.file
-                    .as_ref()
-                    .map_or_else(String::new, |p| p.display().to_string()),
-                f.reason,
-                exthost::process::bounded(&f.message)
-            )?;
-        }
-        Ok::<_, std::io::Error>(())
-    };
     if args.skip_invalid {
         match host.discover_valid_manifests(&dir, factories) {
             Ok((_, skipped)) => {
-                print(&mut *err, &skipped)?;
+                crate::call::print_failures(err, &skipped)?;
                 for f in &skipped {
                     log.line(&format!(
                         "skipped {}: {}",
@@ -121,14 +108,14 @@ pub(crate) fn run(
             }
             Err(e) => {
                 if let HostError::ManifestDiscovery { failures } = &e {
-                    print(&mut *err, failures)?;
+                    crate::call::print_failures(err, failures)?;
                 }
                 return Err(Failure::usage(crate::call::describe(&e)));
             }
         }
     } else if let Err(e) = host.discover_manifest_dir(&dir, factories) {
         if let HostError::ManifestDiscovery { failures } = &e {
-            print(&mut *err, failures)?;
+            crate::call::print_failures(err, failures)?;
         }
         return Err(Failure::usage(crate::call::describe(&e)));
     }
