@@ -33,10 +33,12 @@ fn exthost() -> Command {
 /// A minimal MCP stdio server: answers `initialize`, `ping` and
 /// `tools/list` (two tools per page, with `nextCursor`) from `tools.json`
 /// in its working directory (the extension's folder). `exit` exits at
-/// start; `hang` writes its pid to `pid` and never answers.
+/// start; `hang` writes its pid to `pid` and never answers; `wide` lists
+/// 100 tools per page (one listing has at most 64 pages, P-7).
 const SERVER: &str = r#"
 import json, os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
+page = 100 if mode == "wide" else 2
 if mode == "hang":
     with open("pid.tmp", "w") as f:
         f.write(str(os.getpid()))
@@ -69,9 +71,9 @@ while True:
                   "serverInfo": {"name": "lock-fixture", "version": "1.0.0"}}
     elif method == "tools/list":
         start = int(params.get("cursor") or 0)
-        result = {"tools": tools[start:start + 2]}
-        if start + 2 < len(tools):
-            result["nextCursor"] = str(start + 2)
+        result = {"tools": tools[start:start + page]}
+        if start + page < len(tools):
+            result["nextCursor"] = str(start + page)
     elif method == "ping":
         result = {}
     else:
@@ -417,7 +419,7 @@ fn a_live_tool_that_cannot_be_declared_is_named_and_nothing_is_written() {
     let many: Vec<Value> = (0..257)
         .map(|i| tool(&format!("t{i}"), "A tool.", json!({"type": "object"})))
         .collect();
-    let too_many = server_extension(dir.path(), "many", &many, "normal", json!({}));
+    let too_many = server_extension(dir.path(), "many", &many, "wide", json!({}));
     let long = vec![tool("long", &"x".repeat(1025), json!({"type": "object"}))];
     let too_long = server_extension(dir.path(), "long", &long, "normal", json!({}));
     let before: Vec<Vec<u8>> = [&empty, &too_many, &too_long]
