@@ -113,7 +113,7 @@ pub(crate) fn run(
     // Extensions read resources through the loader; here its one root is
     // the manifest folder itself.
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", &args.dir)])
-        .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let cleanup = args
         .cleanup_deadline
         .map_or_else(|| default_cleanup_deadline(&args.dir), Duration::from_secs);

@@ -53,8 +53,7 @@ pub(crate) fn run(args: &ResourcesArgs, out: &mut dyn Write, err: &mut dyn Write
         .iter()
         .map(|r| parse_root(r))
         .collect::<Result<Vec<_>, _>>()?;
-    let loader =
-        ResourceLoader::create(roots).map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+    let loader = ResourceLoader::create(roots).map_err(|e| Failure::usage(e.to_string()))?;
     match loader.load_text(&args.path) {
         Ok(Some(resource)) => {
             if args.quiet {
@@ -77,9 +76,7 @@ pub(crate) fn run(args: &ResourcesArgs, out: &mut dyn Write, err: &mut dyn Write
             )?;
             Ok(EXIT_FAILED)
         }
-        Err(e) if e.code() == "RESOURCE_PATH_INVALID" => {
-            Err(Failure::usage(format!("{}: {e}", e.code())))
-        }
-        Err(e) => Err(Failure::failed(format!("{}: {e}", e.code()))),
+        Err(e) if e.code() == "RESOURCE_PATH_INVALID" => Err(Failure::usage(e.to_string())),
+        Err(e) => Err(Failure::failed(e.to_string())),
     }
 }

@@ -32,6 +32,7 @@ use super::{
     MAX_DECLARED_MODELS, MAX_DECLARED_PROVIDERS, MAX_DECLARED_TOOLS, MAX_DESCRIPTION_BYTES,
     MAX_DISPLAY_NAME_BYTES, MAX_MANIFEST_BYTES, MAX_SCHEMA_BYTES,
 };
+use crate::error::CodedError;
 use crate::id::validate_id_segment;
 use crate::text::{TextError, check_description, check_display_name};
 
@@ -381,7 +382,11 @@ fn identifier(value: Value, at: Ptr<'_>, reason: R, what: &str) -> Result<String
         Err(error) => fail(
             reason,
             at,
-            format!("{what} {} is not a valid identifier: {error}", quote(&text)),
+            format!(
+                "{what} {} is not a valid identifier: {}",
+                quote(&text),
+                error.message()
+            ),
         ),
     }
 }

@@ -80,7 +80,7 @@ pub(crate) fn run(
         None => Log::stderr(),
     };
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", &dir)])
-        .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let mut options = HostOptions::new(resources)
         .with_activation_deadline(Duration::from_secs(args.activation_deadline))
         .with_cleanup_deadline(args.cleanup_deadline.map_or_else(
