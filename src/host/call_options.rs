@@ -94,6 +94,15 @@ impl CallOptions {
 
 tokio::task_local! {
     pub(crate) static CALL_PROGRESS: Option<ProgressSink>;
+    pub(crate) static CALLER_CANCELLATION: Option<CancellationToken>;
+}
+
+/// The cancellation of the tool call running in this task by its caller
+/// ([`CallOptions::with_cancellation`]), not the host's cleanup signal. A
+/// process extension's proxy forwards only this one to its server: at a
+/// reload or at shutdown a proxied call may finish (P-4, H-11).
+pub(crate) fn caller_cancellation() -> Option<CancellationToken> {
+    CALLER_CANCELLATION.try_with(Clone::clone).ok().flatten()
 }
 
 /// The progress sink of the tool call running in this task, if its caller

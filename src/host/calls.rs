@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::call_options::{CALL_PROGRESS, CallOptions};
+use super::call_options::{CALL_PROGRESS, CALLER_CANCELLATION, CallOptions};
 use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
@@ -155,13 +155,16 @@ pub(crate) async fn call(
     let tool_cancel = cancel.clone();
     let task = tokio::spawn(CALL_CANCELLATION.scope(
         cancel,
-        CALL_PROGRESS.scope(progress, async move {
-            let tool = handler.tool.clone();
-            let result = contain(move || tool.call(input)).await;
-            let late = deadline.is_some_and(|d| started.elapsed() >= d);
-            let verdict = finish(&task_inner, call, late);
-            let _ = sender.send((result, verdict));
-        }),
+        CALL_PROGRESS.scope(
+            progress,
+            CALLER_CANCELLATION.scope(caller_cancel.clone(), async move {
+                let tool = handler.tool.clone();
+                let result = contain(move || tool.call(input)).await;
+                let late = deadline.is_some_and(|d| started.elapsed() >= d);
+                let verdict = finish(&task_inner, call, late);
+                let _ = sender.send((result, verdict));
+            }),
+        ),
     ));
     let abort = task.abort_handle();
     {

@@ -46,6 +46,7 @@ use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+pub(crate) use call_options::caller_cancellation;
 pub use call_options::{
     CallOptions, Progress, ProgressSink, current_call_progress, report_progress,
 };

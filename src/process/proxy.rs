@@ -1,8 +1,9 @@
 //! A proxy tool: one per tool the child lists. A call is one `tools/call`
 //! with the optional per-call deadline; the result comes back as data.
-//! The call's cancellation signal (its caller's, or the host's at cleanup)
-//! and any drop of the call before the answer send `notifications/cancelled`
-//! for the request; the server's progress for it goes to the caller's sink.
+//! The caller's cancellation of the call and any drop of the call before
+//! the answer send `notifications/cancelled` for the request (the host's
+//! cleanup signal does not: a call in flight across a reload or at shutdown
+//! may finish, P-4, H-11); the server's progress for it goes to the caller's sink.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +70,9 @@ impl Tool for ProxyTool {
             let _route = crate::host::current_call_progress()
                 .map(|sink| session.progress.route(handle.progress_token.clone(), sink));
             let cancelled = async {
-                match crate::host::current_call_cancellation() {
+                // Only the caller's cancellation: at a reload or at shutdown
+                // the call may finish (P-4, H-11); a drop still cancels.
+                match crate::host::caller_cancellation() {
                     Some(token) => token.cancelled_owned().await,
                     None => std::future::pending().await,
                 }
