@@ -37,12 +37,7 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>,
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
     let mut bytes = 0usize;
-    for page_number in 1.. {
-        if page_number > MAX_LIST_PAGES {
-            return Err(fault(format!(
-                "the tool listing has more than {MAX_LIST_PAGES} pages"
-            )));
-        }
+    for page_number in 1..=MAX_LIST_PAGES {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
         let page = peer
             .list_tools(Some(params))
@@ -76,5 +71,8 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>,
         }
         cursor = Some(next);
     }
-    unreachable!("the page loop returns")
+    // Every allowed page was read and the server still gave a cursor.
+    Err(fault(format!(
+        "the tool listing has more than {MAX_LIST_PAGES} pages"
+    )))
 }
