@@ -669,3 +669,42 @@ fn explore_serves_the_explorer_on_loopback() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("INV-1"), "{answer}");
 }
+
+/// In a container the session's leader can live outside the PID namespace,
+/// where `getsid(2)` answers 0. `exthost call` must still answer (the CI
+/// machine runs so; it once panicked there). Run in a fresh PID namespace
+/// when this machine lets us make one.
+#[test]
+fn call_answers_in_a_pid_namespace_whose_session_leader_is_outside_it() {
+    let probe = StdCommand::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !matches!(probe, Ok(s) if s.success()) {
+        eprintln!("skipped: this machine does not let us make a PID namespace");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("exthost");
+    let out = StdCommand::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(&bin)
+        .args(["call", VALID, "text-tools:reverse", "--input"])
+        .arg(r#"{"text": "abc"}"#)
+        .current_dir(repo())
+        .output()
+        .expect("unshare runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cba"));
+    let out = StdCommand::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(&bin)
+        .args(["call", VALID, "text-tools:nothing"])
+        .current_dir(repo())
+        .output()
+        .expect("unshare runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains("TOOL_NOT_FOUND"), "stderr: {stderr}");
+}

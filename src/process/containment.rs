@@ -59,7 +59,7 @@ pub fn become_subreaper() -> std::io::Result<()> {
     }
 }
 
-/// `(pid, session id)` of every live child of this process (Linux).
+/// `(pid, session id, state)` of every live child of this process (Linux).
 #[cfg(target_os = "linux")]
 fn children() -> Vec<(u32, u32, char)> {
     let me = rustix::process::getpid()
@@ -73,22 +73,34 @@ fn children() -> Vec<(u32, u32, char)> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let fields: Vec<&str> = rest.split_whitespace().take(5).collect();
-            let state = fields.first()?.chars().next()?;
-            let ppid: u32 = fields.get(1)?.parse().ok()?;
-            let sid: u32 = fields.get(3)?.parse().ok()?;
+            let (state, ppid, sid) = proc_stat(&pid.to_string())?;
             (ppid == me).then_some((pid, sid, state))
         })
         .collect()
 }
 
+/// `(state, parent pid, session id)` of `/proc/<which>/stat`.
+///
+/// A session id is 0 when the session's leader lives outside this PID
+/// namespace (a container started inside another's session); reading our
+/// own session from the same file as the children's keeps the comparison
+/// consistent there, where `getsid(2)` answers 0 and rustix refuses it.
 #[cfg(target_os = "linux")]
-fn my_session() -> u32 {
-    rustix::process::getsid(None)
-        .map(|p| p.as_raw_nonzero().get().unsigned_abs())
-        .unwrap_or(0)
+fn proc_stat(which: &str) -> Option<(char, u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{which}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().take(5).collect();
+    let state = fields.first()?.chars().next()?;
+    let ppid: u32 = fields.get(1)?.parse().ok()?;
+    let sid: u32 = fields.get(3)?.parse().ok()?;
+    Some((state, ppid, sid))
+}
+
+/// This process's session id as `/proc` shows it, or `None` when it
+/// cannot be read (then nothing is taken for an orphan).
+#[cfg(target_os = "linux")]
+fn my_session() -> Option<u32> {
+    proc_stat("self").map(|(_, _, sid)| sid)
 }
 
 #[cfg(target_os = "linux")]
@@ -122,7 +134,9 @@ pub fn kill_all_extensions() -> usize {
 fn kill_children(leaders_too: bool) -> usize {
     #[cfg(target_os = "linux")]
     {
-        let mine = my_session();
+        let Some(mine) = my_session() else {
+            return 0;
+        };
         let mut killed = 0;
         for _ in 0..100 {
             let live = leaders();
