@@ -20,6 +20,9 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+#[cfg(target_os = "linux")]
+use super::group::proc_stat;
+
 /// Leaders of live process extensions (children this process spawned and
 /// has not reaped yet).
 static LEADERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
@@ -73,34 +76,19 @@ fn children() -> Vec<(u32, u32, char)> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let (state, ppid, sid) = proc_stat(&pid.to_string())?;
-            (ppid == me).then_some((pid, sid, state))
+            let stat = proc_stat(&pid.to_string())?;
+            (stat.ppid == me).then_some((pid, stat.session, stat.state))
         })
         .collect()
-}
-
-/// `(state, parent pid, session id)` of `/proc/<which>/stat`.
-///
-/// A session id is 0 when the session's leader lives outside this PID
-/// namespace (a container started inside another's session); reading our
-/// own session from the same file as the children's keeps the comparison
-/// consistent there, where `getsid(2)` answers 0 and rustix refuses it.
-#[cfg(target_os = "linux")]
-fn proc_stat(which: &str) -> Option<(char, u32, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{which}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().take(5).collect();
-    let state = fields.first()?.chars().next()?;
-    let ppid: u32 = fields.get(1)?.parse().ok()?;
-    let sid: u32 = fields.get(3)?.parse().ok()?;
-    Some((state, ppid, sid))
 }
 
 /// This process's session id as `/proc` shows it, or `None` when it
 /// cannot be read (then nothing is taken for an orphan).
 #[cfg(target_os = "linux")]
 fn my_session() -> Option<u32> {
-    proc_stat("self").map(|(_, _, sid)| sid)
+    // Read from the same file as the children's sessions, so the
+    // comparison holds where the session id reads 0 (see `ProcStat`).
+    proc_stat("self").map(|stat| stat.session)
 }
 
 #[cfg(target_os = "linux")]
@@ -161,7 +149,7 @@ fn kill_children(leaders_too: bool) -> usize {
                     killed += 1;
                 }
                 if !live.contains(&pid) {
-                    super::shutdown::reap(pid);
+                    super::group::reap(pid);
                 }
             }
             std::thread::sleep(std::time::Duration::from_millis(20));

@@ -24,6 +24,7 @@
 mod client;
 pub mod containment;
 mod error;
+mod group;
 mod list_changed;
 mod listing;
 mod monitor;

@@ -206,8 +206,8 @@ impl Drop for ChildGuard {
             // The leader may be gone while its group lives on. Once the
             // leader is reaped, the group id stays reserved only while a
             // member lives: check first, so a reused id is never signalled.
-            if !self.reaped() || super::shutdown::group_exists(pid) {
-                let _ = super::shutdown::signal_group(pid, super::shutdown::GroupSignal::Kill);
+            if !self.reaped() || super::group::group_exists(pid) {
+                let _ = super::group::signal_group(pid, super::group::GroupSignal::Kill);
             }
         }
     }
