@@ -1,6 +1,8 @@
 //! Host benchmarks (issue 3): the cost of activating the Nth extension stays
 //! flat as N grows, and `emit` stays close to a plain loop over the hooks;
-//! (issue 11) reloading an extension costs about what activating it does.
+//! (issue 11) reloading an extension costs about what activating it does;
+//! (issue 23) the fixed cost of `call_tool`, `activate` and `emit` against
+//! their direct or floor counterparts, on both runtime flavours.
 //!
 //! Run: `cargo bench --bench host`; the ratios are written into
 //! docs/performance.md.
@@ -145,6 +147,166 @@ impl Extension for Hooks {
     }
 }
 
+/// A tool's closure as a host would hold it.
+type ToolFn = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ExtensionError>> + Send + Sync>;
+
+fn echo_tool() -> ToolFn {
+    Arc::new(|input: Value| Box::pin(async move { Ok(input) }))
+}
+
+/// An extension of five echo tools, `t0` to `t4`.
+struct FiveEcho;
+
+impl Extension for FiveEcho {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for t in 0..TOOLS_PER_EXTENSION {
+                let d = ToolDescriptor::new(format!("t{t}"), "echo", json!({}));
+                let tool = echo_tool();
+                cx.register_tool(d, move |input: Value| tool(input))
+                    .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The two runtime flavours every fixed-cost figure is measured on.
+fn flavours() -> [(&'static str, tokio::runtime::Runtime); 2] {
+    [
+        ("current_thread", runtime()),
+        ("multi_thread_2", multi_thread_runtime()),
+    ]
+}
+
+/// A host built by `options` with `echo` (five echo tools) active.
+fn echo_host(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    options: impl FnOnce(HostOptions) -> HostOptions,
+) -> ExtensionHost {
+    let loader = ResourceLoader::create([ResourceRoot::new("bench", dir)]).unwrap();
+    let host = ExtensionHost::new(options(HostOptions::new(loader))).unwrap();
+    host.discover([ExtensionDefinition::new("echo", || Ok(FiveEcho))])
+        .unwrap();
+    rt.block_on(host.activate("echo")).unwrap();
+    host
+}
+
+/// `call_tool` of a live tool with the default options (no call
+/// deadline), against the same closure called and awaited directly.
+fn call_tool_against_direct(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("call_tool");
+    for (flavour, rt) in flavours() {
+        let host = echo_host(&rt, dir.path(), |o| o);
+        let input = json!({"text": "hello"});
+        group.bench_function(format!("host/{flavour}"), |b| {
+            b.iter(|| {
+                black_box(
+                    rt.block_on(host.call_tool("echo:t2", input.clone()))
+                        .unwrap(),
+                )
+            })
+        });
+        let tool = echo_tool();
+        group.bench_function(format!("direct/{flavour}"), |b| {
+            b.iter(|| black_box(rt.block_on(tool(input.clone())).unwrap()))
+        });
+        rt.block_on(host.dispose()).unwrap();
+    }
+    group.finish();
+}
+
+/// `call_tool` with a call deadline, against the same closure run through
+/// `tokio::spawn` and awaited (what a deadline needs at the least: the
+/// call must be able to outlive the caller's poll).
+fn call_tool_with_a_deadline(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("call_tool_deadline");
+    for (flavour, rt) in flavours() {
+        let host = echo_host(&rt, dir.path(), |o| {
+            o.with_call_deadline(Duration::from_secs(30))
+        });
+        let input = json!({"text": "hello"});
+        group.bench_function(format!("host/{flavour}"), |b| {
+            b.iter(|| {
+                black_box(
+                    rt.block_on(host.call_tool("echo:t2", input.clone()))
+                        .unwrap(),
+                )
+            })
+        });
+        let tool = echo_tool();
+        group.bench_function(format!("tokio_spawn/{flavour}"), |b| {
+            b.iter(|| {
+                let call = tool(input.clone());
+                black_box(rt.block_on(async { tokio::spawn(call).await.unwrap().unwrap() }))
+            })
+        });
+        rt.block_on(host.dispose()).unwrap();
+    }
+    group.finish();
+}
+
+/// One `activate` of a five-tool extension on a fresh host, against the
+/// floor of what the shell chose to do: the factory on `spawn_blocking`,
+/// then the extension's `activate` body (five descriptors and closures)
+/// in a `tokio::spawn`ed task.
+fn activate_against_the_spawn_floor(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("activate_5_tools");
+    for (flavour, rt) in flavours() {
+        group.bench_function(format!("host/{flavour}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let loader =
+                        ResourceLoader::create([ResourceRoot::new("bench", dir.path())]).unwrap();
+                    let host = ExtensionHost::new(HostOptions::new(loader)).unwrap();
+                    host.discover([ExtensionDefinition::new("echo", || Ok(FiveEcho))])
+                        .unwrap();
+                    let start = Instant::now();
+                    rt.block_on(host.activate("echo")).unwrap();
+                    total += start.elapsed();
+                    rt.block_on(host.dispose()).unwrap();
+                }
+                total
+            })
+        });
+        group.bench_function(format!("spawn_floor/{flavour}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let ext = tokio::task::spawn_blocking(|| FiveEcho).await.unwrap();
+                    let tools = tokio::spawn(async move {
+                        let _ext = ext;
+                        (0..TOOLS_PER_EXTENSION)
+                            .map(|t| {
+                                (
+                                    ToolDescriptor::new(format!("t{t}"), "echo", json!({})),
+                                    echo_tool(),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .await
+                    .unwrap();
+                    black_box(tools)
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -202,20 +364,13 @@ fn activation_of_the_nth(c: &mut Criterion) {
     group.finish();
 }
 
+/// `emit` to 1,000 hooks of one extension, with the default options (a
+/// hook deadline) and without a hook deadline, against the same closures
+/// called in a plain sequential loop; on both runtime flavours.
 fn emit_to_hooks(c: &mut Criterion) {
-    let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let counter = Arc::new(AtomicU64::new(0));
-    let host = new_host(dir.path());
     let hooks = 1_000;
-    let c2 = counter.clone();
-    host.discover([ExtensionDefinition::new("hooks", move || {
-        Ok(Hooks(hooks, c2.clone()))
-    })])
-    .unwrap();
-    rt.block_on(host.activate("hooks")).unwrap();
-
-    // The same closures, called in a plain sequential loop.
+    let counter = Arc::new(AtomicU64::new(0));
     type Hook =
         Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
     let direct: Vec<Hook> = (0..hooks)
@@ -227,32 +382,52 @@ fn emit_to_hooks(c: &mut Criterion) {
             }) as Hook
         })
         .collect();
-
     let mut group = c.benchmark_group("emit_1000_hooks");
     group.sample_size(20);
-    group.bench_function("host_emit", |b| {
-        b.iter(|| {
-            let diagnostics = rt
-                .block_on(host.emit(Event::new("bench", json!({"n": 1}))))
-                .unwrap();
-            black_box(diagnostics);
-        })
-    });
-    group.bench_function("direct_loop", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let event = Arc::new(Event::new("bench", json!({"n": 1})));
-                for hook in &direct {
-                    hook(event.clone()).await.unwrap();
-                }
+    for (flavour, rt) in flavours() {
+        for (deadline, options) in [
+            ("host_emit", (|o| o) as fn(HostOptions) -> HostOptions),
+            ("host_emit_no_deadline", |o: HostOptions| {
+                o.without_hook_deadline()
+            }),
+        ] {
+            let loader = ResourceLoader::create([ResourceRoot::new("bench", dir.path())]).unwrap();
+            let host = ExtensionHost::new(options(HostOptions::new(loader))).unwrap();
+            let c2 = counter.clone();
+            host.discover([ExtensionDefinition::new("hooks", move || {
+                Ok(Hooks(hooks, c2.clone()))
+            })])
+            .unwrap();
+            rt.block_on(host.activate("hooks")).unwrap();
+            group.bench_function(format!("{deadline}/{flavour}"), |b| {
+                b.iter(|| {
+                    let diagnostics = rt
+                        .block_on(host.emit(Event::new("bench", json!({"n": 1}))))
+                        .unwrap();
+                    black_box(diagnostics);
+                })
+            });
+            rt.block_on(host.dispose()).unwrap();
+        }
+        group.bench_function(format!("direct_loop/{flavour}"), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let event = Arc::new(Event::new("bench", json!({"n": 1})));
+                    for hook in &direct {
+                        hook(event.clone()).await.unwrap();
+                    }
+                })
             })
-        })
-    });
+        });
+    }
     group.finish();
 }
 
 criterion_group!(
     benches,
+    call_tool_against_direct,
+    call_tool_with_a_deadline,
+    activate_against_the_spawn_floor,
     activation_of_the_nth,
     emit_to_hooks,
     reload_among_many
