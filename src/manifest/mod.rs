@@ -62,6 +62,8 @@ pub use schema::{
     ProcessRuntime, RetiredKey, Runtime,
 };
 pub use validate::parse_manifest;
+// Only the host builds providers from values; loom builds have no host.
+#[cfg(not(exthost_loom))]
 pub(crate) use validate::validate_provider_value;
 
 /// The largest manifest, in bytes (text or file).

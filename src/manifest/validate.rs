@@ -1279,6 +1279,7 @@ fn check_permissions_and_lifecycle(manifest: &Manifest) -> Result<(), ManifestEr
 /// registers, so registration and declaration refuse the same things with
 /// the same reason codes. The pointer of an error is relative to the
 /// provider (`/displayName`, `/models/0/id`).
+#[cfg(not(exthost_loom))]
 pub(crate) fn validate_provider_value(value: Value) -> Result<DeclaredProvider, ManifestError> {
     let mut providers = decode_providers(Value::Array(vec![value]), Ptr::Root)?;
     Ok(providers.remove(0))
