@@ -323,8 +323,9 @@ impl Prefix {
                     }
                 }
                 if terminal {
-                    for p in props {
-                        let k = props.iter().position(|q| q.name == p.name).unwrap_or(0);
+                    // A path that ends here with an `eventually` property
+                    // never satisfied on it is a counterexample.
+                    for (k, p) in props.iter().enumerate() {
                         if p.expectation == Expectation::Eventually
                             && prefix.nodes[i].satisfied & (1 << k) == 0
                         {
