@@ -229,6 +229,13 @@ fn malformed_shards_missing_and_mismatched_reports_are_refused_with_exit_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("differ in /bounds"));
+    // Bounds given to the merge (they come from the reports).
+    exthost()
+        .args(["check", "--ci", "--merge"])
+        .args([&a, &b])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("from the reports"));
     // Not a report at all.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "not json").expect("write");

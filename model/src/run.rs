@@ -161,6 +161,13 @@ pub fn check_command(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<bool, String> {
     if !args.merge.is_empty() {
+        if !args.bounds.is_default() || args.mutant.is_some() || args.prefix_depth.is_some() {
+            return Err(
+                "--merge takes the bounds, the mutant and the prefix depth from the reports: \
+                 give none of them"
+                    .into(),
+            );
+        }
         return crate::shard::merge_command(&args.merge, args.json, out);
     }
     let plan = args.plan()?;
