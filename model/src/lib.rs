@@ -31,6 +31,7 @@ pub mod properties;
 pub mod render;
 pub mod run;
 pub mod scenario;
+pub mod shard;
 pub mod state;
 pub mod symmetry;
 

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! exthost-model check [bounds] [--mutant NAME] [--threads N] [--json]
+//! exthost-model check [bounds] --shard I/N [--prefix-depth D] --json > shard-I.json
+//! exthost-model check --merge shard-*.json [--json]
 //! exthost-model mutants [--threads N] [--json]
 //! exthost-model explore [bounds] [--mutant NAME] [--port N]
 //! ```

@@ -152,14 +152,28 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
 /// describe ([`CheckArgs::plan`]: the default check is two) and writes,
 /// for each, the header and report (text, or JSON with `--json`) to `out`;
 /// progress goes only to `progress`. With `--fail-fast`, a failing check
-/// ends the command. Returns whether every property of every check got its
+/// ends the command. With `--shard` it runs one shard of each check, and
+/// with `--merge` it merges shard reports instead (`crate::shard`). Returns whether every property of every check got its
 /// expected verdict, or why the arguments are unusable.
 pub fn check_command(
     args: &CheckArgs,
     out: &mut dyn std::io::Write,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<bool, String> {
+    if !args.merge.is_empty() {
+        if !args.bounds.is_default() || args.mutant.is_some() || args.prefix_depth.is_some() {
+            return Err(
+                "--merge takes the bounds, the mutant and the prefix depth from the reports: \
+                 give none of them"
+                    .into(),
+            );
+        }
+        return crate::shard::merge_command(&args.merge, args.json, out);
+    }
     let plan = args.plan()?;
+    if let Some(spec) = args.shard_spec(&|name| std::env::var(name).ok())? {
+        return crate::shard::shard_command(&plan, &spec, args.json, out, progress);
+    }
     let io = |e: std::io::Error| e.to_string();
     let mut reports = Vec::new();
     for (i, (what, options)) in plan.iter().enumerate() {

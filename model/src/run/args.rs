@@ -237,6 +237,25 @@ pub struct CheckArgs {
     /// (they are printed whenever stderr is not a terminal).
     #[arg(long)]
     pub progress: bool,
+    /// Explore only shard I of N (I from 0) and write this shard's report;
+    /// merge every shard's `--json` report with `--merge`
+    /// (docs/model-checking.md, "Sharded checks").
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["shard_from_env", "merge", "max_depth"])]
+    pub shard: Option<String>,
+    /// Explore one shard of N, its index read from EXTHOST_SHARD_INDEX,
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or
+    /// SLURM_ARRAY_TASK_ID (Slurm job array), the first one set.
+    #[arg(long, value_name = "N", conflicts_with_all = ["merge", "max_depth"])]
+    pub shard_from_env: Option<usize>,
+    /// The depth of the prefix every shard explores alike before sharing
+    /// out its frontier (default: the first depth with at least 64 states
+    /// per shard).
+    #[arg(long, value_name = "D")]
+    pub prefix_depth: Option<usize>,
+    /// Merge these shard reports (`--shard I/N --json` output, one per
+    /// shard) into one report; the bounds come from the reports.
+    #[arg(long, value_name = "REPORT", num_args = 1..)]
+    pub merge: Vec<std::path::PathBuf>,
 }
 
 /// The seeded bug a `--mutant` name selects, or why it is unknown.
@@ -256,6 +275,30 @@ pub fn threads(n: Option<usize>) -> usize {
 }
 
 impl CheckArgs {
+    /// The shard `--shard` or `--shard-from-env` asks for (reading the
+    /// environment through `var`), `None` for a whole check, or why the
+    /// arguments are unusable.
+    pub fn shard_spec(
+        &self,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<crate::shard::ShardSpec>, String> {
+        let (index, count) = match (&self.shard, self.shard_from_env) {
+            (Some(text), _) => crate::shard::parse_shard(text)?,
+            (None, Some(count)) => (crate::shard::index_from_env(count, var)?, count),
+            (None, None) => {
+                if self.prefix_depth.is_some() {
+                    return Err("--prefix-depth needs --shard or --shard-from-env".into());
+                }
+                return Ok(None);
+            }
+        };
+        Ok(Some(crate::shard::ShardSpec {
+            index,
+            count,
+            prefix_depth: self.prefix_depth,
+        }))
+    }
+
     /// The checks these arguments ask for, in order. With no preset and no
     /// bound this is the default check: the default bounds, then the
     /// lifecycle bounds ([`Bounds::lifecycle`]: reload, the dependency and
