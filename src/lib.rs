@@ -103,7 +103,7 @@
 //!
 //! **The logic is model-checked.** The stateright model in `exthost-model`
 //! explores the real core (the crate `exthost-core`, re-exported here as
-//! [`core`]) and checks INV-1 to INV-13 on every reachable state, and each
+//! [`core`]) and checks INV-1 to INV-14 on every reachable state, and each
 //! seeded bug must be caught. Limit: the check is exhaustive only within its bounds, and covers
 //! the core; the async shell is checked by loom (its queue and publication
 //! cell), by trace validation of every recorded integration run against the

@@ -514,6 +514,7 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         declared_tools: Some(vec![spec("search")]),
         declared_providers: None,
         dependencies: Vec::new(),
+        policy: Default::default(),
     };
     assert_eq!(
         core.discover(vec![meta]),
@@ -617,6 +618,7 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
         declared_tools: Some(vec![spec("x")]),
         declared_providers: None,
         dependencies: Vec::new(),
+        policy: Default::default(),
     }]);
     assert!(matches!(
         answer.reply,
@@ -726,4 +728,128 @@ fn a_reload_gives_the_general_candidate_whichever_tools_come_back() {
         [("base", "base"), ("m", "m"), ("a.b", "a_b_2"), ("r", "r")]
             .map(|(n, a)| (n.to_owned(), a.to_owned()))
     );
+}
+
+/// M-3 and H-12 as definition data: the core says which discovered
+/// extensions an event and the eager start begin, and which deadline
+/// applies to each step.
+#[test]
+fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
+    use std::time::Duration;
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    let mut on_save = DefinitionMeta::plain("on_save");
+    on_save.policy.events = vec!["save".into(), "open".into()];
+    let mut eager = DefinitionMeta::plain("eager");
+    eager.policy.eager = true;
+    eager.policy.deadlines.activation = DeadlineOverride::Set(Duration::from_millis(5));
+    eager.policy.deadlines.call = DeadlineOverride::Off;
+    let plain = DefinitionMeta::plain("plain");
+    assert_eq!(core.discover(vec![on_save, eager, plain]).reply, Ok(()));
+    assert_eq!(core.triggered_by("save"), vec!["on_save".to_owned()]);
+    assert_eq!(core.triggered_by("close"), Vec::<String>::new());
+    assert_eq!(core.eager(), vec!["eager".to_owned()]);
+
+    let host = Deadlines {
+        activation: Some(Duration::from_secs(30)),
+        cleanup: Some(Duration::from_secs(10)),
+        hook: Some(Duration::from_secs(10)),
+        call: Some(Duration::from_secs(60)),
+    };
+    let d = |step| core.deadline_for(&host, step);
+    assert_eq!(
+        d(DeadlineStep::Activation("eager")),
+        Some(Duration::from_millis(5))
+    );
+    assert_eq!(d(DeadlineStep::Call(Some("eager"))), None);
+    assert_eq!(d(DeadlineStep::Cleanup("eager")), host.cleanup);
+    assert_eq!(d(DeadlineStep::Activation("plain")), host.activation);
+    assert_eq!(d(DeadlineStep::Call(None)), host.call);
+    assert_eq!(d(DeadlineStep::CallsWait(None)), host.cleanup);
+    assert_eq!(d(DeadlineStep::Hooks), host.hook);
+
+    // Once the extension left `discovered`, nothing triggers it again.
+    let (op, cx) = start_activation(&mut core, "eager");
+    open(&mut core, cx);
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(
+        matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op),
+        "{effects:?}"
+    );
+    assert_eq!(core.eager(), Vec::<String>::new());
+}
+
+/// INV-14 in the core: a declaration mismatch revokes the grant (a dormant
+/// call is then refused), a transient failure neither revokes nor
+/// restores it, and a committed activation restores it.
+#[test]
+fn a_mismatch_revokes_the_grant_until_an_activation_commits() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    let meta = DefinitionMeta {
+        namespaced: true,
+        declared_tools: Some(vec![spec("x")]),
+        ..DefinitionMeta::plain("m")
+    };
+    assert_eq!(core.discover(vec![meta]).reply, Ok(()));
+    let start = DormantCall::Start {
+        extension: "m".into(),
+    };
+    assert_eq!(core.admit_dormant_call("m:x"), start);
+    assert_eq!(core.admit_dormant_call("base"), DormantCall::NotDormant);
+
+    // A transient failure: the factory fails. The grant holds.
+    let (op, cx) = start_activation(&mut core, "m");
+    let effects = core
+        .apply(Input::FactoryReturned {
+            context: cx,
+            result: Err(Failure::error("transient")),
+        })
+        .unwrap();
+    assert!(matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op));
+    assert!(!core.is_revoked("m"));
+    assert_eq!(core.admit_dormant_call("m:x"), start);
+
+    // A mismatch: `activate` registers an undeclared tool.
+    let (op, cx) = start_activation(&mut core, "m");
+    open(&mut core, cx);
+    register(&mut core, cx, Registration::Tool(spec("y")));
+    let f = commit_fails(&mut core, op, cx);
+    assert!(matches!(f.cause, FailureCause::Declaration(_)));
+    assert!(core.is_revoked("m"));
+    let revoked = DormantCall::Revoked {
+        extension: "m".into(),
+    };
+    assert_eq!(core.admit_dormant_call("m:x"), revoked);
+
+    // Another transient failure restores nothing.
+    let (op, cx) = start_activation(&mut core, "m");
+    let effects = core
+        .apply(Input::FactoryReturned {
+            context: cx,
+            result: Err(Failure::error("transient")),
+        })
+        .unwrap();
+    assert!(matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op));
+    assert_eq!(core.admit_dormant_call("m:x"), revoked);
+
+    // An activation that commits restores the grant.
+    let (op, cx) = start_activation(&mut core, "m");
+    open(&mut core, cx);
+    register(&mut core, cx, Registration::Tool(spec("x")));
+    let effects = core
+        .apply(Input::ActivateReturned {
+            context: cx,
+            result: Ok(()),
+        })
+        .unwrap();
+    assert!(
+        matches!(effects.last(), Some(Effect::Settle { op: o, outcome: OpOutcome::Activated { .. } }) if *o == op),
+        "{effects:?}"
+    );
+    assert!(!core.is_revoked("m"));
+    assert_eq!(core.admit_dormant_call("m:x"), DormantCall::NotDormant);
 }

@@ -358,6 +358,77 @@ async fn a_declaration_mismatch_rolls_back_and_revokes_the_grant() {
     assert_eq!(liar.factory_calls(), 1, "a revoked grant starts nothing");
 }
 
+/// INV-14: a mismatch revokes the grant; a dormant call is then refused
+/// and starts nothing; an explicit `activate` that fails transiently does
+/// not restore it (nor revoke anything more); one that succeeds does.
+#[tokio::test]
+async fn inv14_a_revoked_grant_holds_until_an_explicit_activate_succeeds() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let w = world();
+    write_manifest(w.folder.path(), "a", tool_only("liar", &["declared"]));
+    // Attempt 1 registers an undeclared tool (a mismatch), attempt 2's
+    // factory fails (transient), attempt 3 registers what it declared.
+    let liar = Script::new("liar", &w.log).tools(&["something_else"]);
+    let honest = Script::new("liar", &w.log).tools(&["declared"]);
+    let attempts = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = attempts.clone();
+    let factories = InProcessFactories::new().with("liar", move || {
+        match counted.fetch_add(1, Ordering::SeqCst) + 1 {
+            1 => Ok(Scripted(liar.clone())),
+            2 => Err(exthost::host::ExtensionError::new("transient")),
+            _ => Ok(Scripted(honest.clone())),
+        }
+    });
+    w.host
+        .discover_manifest_dir(w.folder.path(), &factories)
+        .unwrap();
+    let err = w
+        .host
+        .call_tool_activating("liar:declared", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.cause_code(), Some("undeclared_tool_registered"));
+    let denied = |err: HostError| {
+        assert_eq!(err.code(), "TOOL_ACTIVATION_DENIED");
+        assert!(matches!(
+            err,
+            HostError::ActivationDenied { revoked: true, .. }
+        ));
+    };
+    denied(
+        w.host
+            .call_tool_activating("liar:declared", json!({}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        1,
+        "a revoked grant starts nothing"
+    );
+    let err = w.host.activate("liar").await.unwrap_err();
+    assert_eq!(err.code(), "EXTENSION_ACTIVATION_FAILED");
+    denied(
+        w.host
+            .call_tool_activating("liar:declared", json!({}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        2,
+        "a failed explicit activate restores nothing, and the call starts nothing"
+    );
+    w.host.activate("liar").await.unwrap();
+    let out = w
+        .host
+        .call_tool_activating("liar:declared", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(out["tool"], "declared");
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+}
+
 #[tokio::test]
 async fn description_and_schema_mismatches_each_have_their_reason() {
     let w = world();

@@ -21,7 +21,9 @@
 //! Architecture invariants (no file of the core imports another in a
 //! circle): `ids` and `mutant` depend on nothing; `registry` on them;
 //! `lifecycle` on `ids` and `registry`; `declarations` (M-5, pure) on `ids` and
-//! `registry`; `outcome` and `protocol` are data on top of those;
+//! `registry`; `policy` (M-3 triggers and H-12 deadline overrides as
+//! definition data) depends on nothing; `outcome` and `protocol` are data
+//! on top of those;
 //! `renaming` (handle renamings) depends on `ids` only, and `canonical` on
 //! `renaming`, `lifecycle` and `outcome`; the transition code in `machine/`
 //! sits on top of everything (its `canonical.rs` renames the host's own
@@ -41,6 +43,7 @@ pub mod lifecycle;
 pub mod machine;
 pub mod mutant;
 pub mod outcome;
+pub mod policy;
 pub mod protocol;
 pub mod registry;
 mod renaming;
@@ -52,11 +55,12 @@ pub use lifecycle::{
     namespaced_tool_name,
 };
 pub use machine::{
-    DeclarationMismatch, HostCore, MISMATCH_REASON_CODES, MismatchReason, Phase, ProviderSelection,
-    check_declarations, check_provider_declarations,
+    DeclarationMismatch, DormantCall, HostCore, MISMATCH_REASON_CODES, MismatchReason, Phase,
+    ProviderSelection, check_declarations, check_provider_declarations,
 };
 pub use mutant::Mutant;
 pub use outcome::*;
+pub use policy::{DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy};
 pub use protocol::*;
 pub use registry::{
     Binding, MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, Owner, ProviderEntry, ProviderRecord,

@@ -77,6 +77,8 @@ pub struct DefinitionMeta {
     /// The extensions this one depends on, in the order it names them
     /// (H-13): activating it first activates those that are not active.
     pub dependencies: Vec<String>,
+    /// When it starts (M-3) and the deadlines it overrides (H-12).
+    pub policy: crate::policy::DefinitionPolicy,
 }
 
 impl DefinitionMeta {
@@ -89,6 +91,7 @@ impl DefinitionMeta {
             declared_tools: None,
             declared_providers: None,
             dependencies: Vec::new(),
+            policy: crate::policy::DefinitionPolicy::default(),
         }
     }
 

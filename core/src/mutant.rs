@@ -87,4 +87,10 @@ pub enum Mutant {
     /// A rollback's early `Forget` also names the disposers it is about to
     /// run (the shell would drop them before running them).
     EarlyForgetNamesDisposers,
+    /// A dormant call or a provider selection starts an extension whose
+    /// grant a declaration mismatch revoked (INV-14).
+    RevokedGrantStarts,
+    /// A transient activation failure (a factory error, say) revokes the
+    /// extension's grant as a declaration mismatch does (INV-14).
+    TransientFailureRevokes,
 }

@@ -151,6 +151,18 @@ pub enum Action {
         /// The runtime name called.
         tool: String,
     },
+    /// A caller that may start extensions asks for the manifest
+    /// extension's dormant tool (`call_tool_activating`) or its declared
+    /// provider (`select_provider`, when the bounds have providers): the
+    /// core's admission (`admit_dormant_call`, `select_provider`) says
+    /// whether the extension starts (an `activate` request) or the grant is
+    /// revoked (M-4, M-5, INV-14).
+    DormantCall {
+        /// The extension whose dormant tool or provider is asked for.
+        ext: Ext,
+        /// A provider selection rather than a tool call.
+        provider: bool,
+    },
     /// A tool call ends (`CallFinished`).
     CallFinish {
         /// The call.

@@ -344,7 +344,10 @@ impl Action {
     /// each of them).
     pub fn renamed(&self, r: &Renaming) -> Action {
         match self.clone() {
-            a @ (Action::Discover(_) | Action::Request(_) | Action::CallStart { .. }) => a,
+            a @ (Action::Discover(_)
+            | Action::Request(_)
+            | Action::CallStart { .. }
+            | Action::DormantCall { .. }) => a,
             Action::Withdraw(op) => Action::Withdraw(r.rename(op)),
             Action::Begin { op, kind } => Action::Begin {
                 op: r.rename(op),

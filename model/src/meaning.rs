@@ -81,6 +81,14 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "dependencies: shutdown cleans every dependent up before its dependencies",
     ),
     (
+        "INV-14",
+        "grants: a dormant call or provider selection never starts an extension a mismatch revoked; a transient failure never revokes",
+    ),
+    (
+        "a dormant call refused for a revoked grant (INV-14)",
+        "reached: a dormant call or provider selection refused because a declaration mismatch revoked the grant",
+    ),
+    (
         "protocol",
         "the model's own consistency: the core accepted every input the environment chose",
     ),

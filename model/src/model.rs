@@ -23,15 +23,17 @@ use std::sync::Arc;
 
 use exthost_core::canonical::{Handle, HandleKind, HandleSet};
 use exthost_core::{
-    AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, Effect,
-    Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError, Registered,
-    Registration, Requested,
+    AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, DormantCall,
+    Effect, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
+    ProviderSelection, Registered, Registration, Requested,
 };
 use stateright::{Expectation, Model, Path, Property};
 
 use crate::properties;
 use crate::render;
-use crate::scenario::{BASE_TOOL, Bounds, DiscoveryStep, Scenario};
+use crate::scenario::{
+    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, PROVIDER_ID, Scenario, provider_record,
+};
 use crate::state::{Env, OpStatus, State, Violations};
 use crate::symmetry::Pair;
 
@@ -52,6 +54,15 @@ pub enum Reply {
     Call(Result<AdmittedCall, CallRefused>),
     /// `call_finished`.
     CallEnded(CallVerdict),
+    /// A dormant call or a provider selection (`admit_dormant_call`,
+    /// `select_provider`): the extension it starts and the request's reply,
+    /// or the extension whose revoked grant refused it.
+    Dormant {
+        /// The extension the core starts, with its `request` reply.
+        started: Option<(String, Requested)>,
+        /// The extension whose grant the core says is revoked.
+        revoked: Option<String>,
+    },
 }
 
 /// The model: a scenario, and the seeded bug the core runs (if any).
@@ -272,11 +283,50 @@ impl HostModel {
                 let a = core.call_finished(*call, *deadline_passed);
                 answered(Reply::CallEnded(a.reply), a.effects)
             }
+            Action::DormantCall { ext, provider } => {
+                let (started, revoked) = self.admit_dormant(core, *ext, *provider);
+                let (started, effects) = match started {
+                    Some(extension) => {
+                        let a = core.request(OpKind::Activate(extension.clone()));
+                        (Some((extension, a.reply)), a.effects)
+                    }
+                    None => (None, Vec::new()),
+                };
+                answered(Reply::Dormant { started, revoked }, effects)
+            }
             Action::Hang { .. } => None,
             _ => Some(
                 core.apply(self.input(action)?)
                     .map(|effects| (Reply::None, effects)),
             ),
+        }
+    }
+
+    /// The core's admission of a dormant call of `ext`'s declared tool, or
+    /// of a selection of the provider it declares: the extension it starts,
+    /// or the one whose revoked grant refuses it (INV-14).
+    pub(crate) fn admit_dormant(
+        &self,
+        core: &HostCore,
+        ext: Ext,
+        provider: bool,
+    ) -> (Option<String>, Option<String>) {
+        if provider {
+            let model = &provider_record().models[0].id;
+            match core.select_provider(PROVIDER_ID, model) {
+                ProviderSelection::Dormant { extension } => (Some(extension), None),
+                ProviderSelection::Revoked { extension } => (None, Some(extension)),
+                _ => (None, None),
+            }
+        } else {
+            let Some(meta) = self.scenario.meta(self.ext_id(ext)) else {
+                return (None, None);
+            };
+            match core.admit_dormant_call(&meta.runtime_tool_name(DECLARED_TOOL)) {
+                DormantCall::Start { extension } => (Some(extension), None),
+                DormantCall::Revoked { extension } => (None, Some(extension)),
+                DormantCall::NotDormant => (None, None),
+            }
         }
     }
 

@@ -19,7 +19,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 28] = [
+pub const MUTANTS: [MutantCase; 30] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -188,6 +188,18 @@ pub const MUTANTS: [MutantCase; 28] = [
         breaks: &["protocol"],
         summary: "a rollback's early Forget also names the disposers it is about to run",
     },
+    MutantCase {
+        mutant: Mutant::RevokedGrantStarts,
+        name: "RevokedGrantStarts",
+        breaks: &["INV-14"],
+        summary: "a dormant call starts an extension whose grant a declaration mismatch revoked",
+    },
+    MutantCase {
+        mutant: Mutant::TransientFailureRevokes,
+        name: "TransientFailureRevokes",
+        breaks: &["INV-14"],
+        summary: "a transient activation failure revokes the grant as a mismatch does",
+    },
 ];
 
 impl MutantCase {
@@ -338,6 +350,15 @@ impl MutantCase {
             Mutant::EarlyForgetNamesDisposers => {
                 b.extensions = 1;
                 b.disposers = 1;
+            }
+            Mutant::RevokedGrantStarts | Mutant::TransientFailureRevokes => {
+                // The manifest extension alone: an activation that fails
+                // (registering nothing is a declaration mismatch; a
+                // factory error is transient), then a dormant call of its
+                // tool.
+                b.extensions = 1;
+                b.manifest = true;
+                b.ops = 2;
             }
         }
         b

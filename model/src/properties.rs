@@ -1,6 +1,6 @@
 //! The invariants of docs/spec.md section 6 as stateright properties, named
 //! `INV-1` ... `INV-10`, `INV-11a` ... `INV-11c`, `INV-12a` ... `INV-12c`
-//! and `INV-13a`, `INV-13b`, plus `sometimes` properties that prove the
+//! and `INV-13a`, `INV-13b`, and `INV-14`, plus `sometimes` properties that prove the
 //! interesting states are reached (a property never exercised is a defect).
 //!
 //! Every check returns `Err(reason)` with the reason in the spec's words, so
@@ -40,9 +40,10 @@ pub type Check = fn(&Scenario, &State) -> Result<(), String>;
 /// The names of the checked invariants, in order (INV-12 is three
 /// properties: calls drained before cleanup, nothing runs after shutdown,
 /// an expired deadline wins).
-pub const INVARIANTS: [&str; 18] = [
+pub const INVARIANTS: [&str; 19] = [
     "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "INV-9", "INV-10",
     "INV-11a", "INV-11b", "INV-11c", "INV-12a", "INV-12b", "INV-12c", "INV-13a", "INV-13b",
+    "INV-14",
 ];
 
 /// The property that holds when no input the environment chose was refused
@@ -298,6 +299,15 @@ fn settled_inv12c(s: &State) -> Result<(), String> {
     Ok(())
 }
 
+/// INV-14: revoked grants (judged when a dormant call or a provider
+/// selection asks the core, see `model/observe.rs`): the core never starts
+/// an extension whose grant the environment saw a declaration mismatch
+/// revoke (and no commit restore), and never refuses one for a grant no
+/// mismatch revoked.
+pub fn inv14(_: &Scenario, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv14)
+}
+
 /// The environment's protocol: no chosen input refused, no unexpected reply.
 pub fn protocol(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.protocol)
@@ -324,6 +334,7 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-12c" => inv12c,
         "INV-13a" => inv13a,
         "INV-13b" => inv13b,
+        "INV-14" => inv14,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -432,6 +443,18 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
                 Definition::always("INV-13a", |sc, s| inv13a(sc, s).is_ok()),
                 Definition::always("INV-13b", |sc, s| inv13b(sc, s).is_ok()),
             ],
+        );
+    }
+    // INV-14 only where a grant can be revoked: a manifest extension's
+    // declarations can mismatch, and its dormant calls ask the core.
+    if sc.has_manifest() {
+        let at = p
+            .iter()
+            .position(|d| d.name == PROTOCOL)
+            .expect("protocol is listed");
+        p.insert(
+            at,
+            Definition::always("INV-14", |sc, s| inv14(sc, s).is_ok()),
         );
     }
     reached::push(sc, &mut p);

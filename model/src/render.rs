@@ -72,6 +72,14 @@ pub fn action(m: &Scenario, action: &Action) -> String {
         }
         Action::Request(k) => format!("a caller requests {}", kind(k)),
         Action::Withdraw(op) => format!("the caller of {op} drops its future before its turn"),
+        Action::DormantCall { ext, provider } => {
+            let id = m.ext_id(*ext);
+            if *provider {
+                format!("a caller selects the provider {id} declares (it may start {id})")
+            } else {
+                format!("a caller calls the dormant tool of {id} (it may start {id})")
+            }
+        }
         Action::Begin { op, kind: k } => format!("{op} {} begins", kind(k)),
         Action::Factory { ext, ok: o, .. } => format!(
             "the factory of {} {}",
@@ -430,6 +438,7 @@ pub fn lines(s: &State) -> Vec<(String, String)> {
             Note::CallsAbandoned => "the shutdown abandoned tool calls",
             Note::AbandonedCallDiscarded => "an abandoned call's late result was discarded",
             Note::CallRefusedAfterShutdown => "a tool call after the shutdown was refused",
+            Note::GrantRefused => "a dormant call was refused: a mismatch revoked the grant",
         };
         out.push(("note".into(), text.into()));
     }

@@ -299,6 +299,7 @@ impl Scenario {
                     declared_tools: Some(vec![declared.clone()]),
                     declared_providers: bounds.providers.then(|| vec![provider_record()]),
                     dependencies: Vec::new(),
+                    policy: Default::default(),
                 },
                 pool: vec![declared, plain_spec(UNDECLARED_TOOL)],
             });

@@ -226,6 +226,9 @@ pub enum Note {
     AbandonedCallDiscarded,
     /// A tool call tried after shutdown was refused (`HOST_DISPOSED`).
     CallRefusedAfterShutdown,
+    /// A dormant call or a provider selection was refused because a
+    /// declaration mismatch revoked the grant (INV-14).
+    GrantRefused,
 }
 
 /// Invariants judged on a transition (before/after), recorded when broken.
@@ -270,6 +273,10 @@ pub struct Violations {
     /// INV-12c: an activation whose deadline passed was committed, or a
     /// cleanup step whose deadline passed was not reported as timed out.
     pub inv12c: Option<String>,
+    /// INV-14: a dormant call or a provider selection started an extension
+    /// whose grant a mismatch revoked, or was refused for a grant no
+    /// mismatch revoked.
+    pub inv14: Option<String>,
     /// The core refused an input the environment chose, or replied with
     /// an effect the environment did not expect.
     pub protocol: Option<String>,
@@ -291,8 +298,13 @@ pub struct Env {
     pub script: u8,
     /// Extensions whose batch the core accepted, in discovery order.
     pub discovered: Vec<String>,
-    /// Caller requests (`activate`, `emit`) left.
+    /// Caller requests (`activate`, `emit`, and a dormant call or a
+    /// provider selection that starts its extension) left.
     pub requests_left: u8,
+    /// The extensions whose grant the environment saw a declaration
+    /// mismatch revoke (M-5) and no activation of theirs commit since
+    /// (INV-14), in id order.
+    pub revoked: Vec<String>,
     /// Reload requests left.
     pub reloads_left: u8,
     /// Withdrawals left.

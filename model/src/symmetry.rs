@@ -266,7 +266,8 @@ impl Action {
             | Action::Register { ext, .. }
             | Action::Hang { ext, .. }
             | Action::ActivateReturned { ext, .. }
-            | Action::CallFinish { ext, .. } => pair.ext(ext),
+            | Action::CallFinish { ext, .. }
+            | Action::DormantCall { ext, .. } => pair.ext(ext),
             Action::LateRegister { ext, .. } | Action::CallStart { ext, .. } => {
                 if let Some(ext) = ext {
                     pair.ext(ext);

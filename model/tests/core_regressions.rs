@@ -17,6 +17,7 @@ fn manifest() -> DefinitionMeta {
         declared_tools: Some(vec![spec("x")]),
         declared_providers: None,
         dependencies: Vec::new(),
+        policy: Default::default(),
     }
 }
 

@@ -183,6 +183,16 @@ fn early_forget_names_disposers_breaks_protocol() {
 }
 
 #[test]
+fn revoked_grant_starts_breaks_inv14() {
+    assert_caught(Mutant::RevokedGrantStarts);
+}
+
+#[test]
+fn transient_failure_revokes_breaks_inv14() {
+    assert_caught(Mutant::TransientFailureRevokes);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

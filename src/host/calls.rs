@@ -20,7 +20,7 @@ use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
 use super::trace::CodeRun;
-use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner};
+use crate::core::{CallId, CallRefused, CallVerdict, DeadlineStep, Failure, Owner};
 
 tokio::task_local! {
     static CALL_CANCELLATION: CancellationToken;
@@ -109,7 +109,7 @@ pub(crate) async fn call(
         let admitted = match shell.call_start(name) {
             Ok(admitted) => admitted,
             Err(CallRefused::Dormant { extension }) => {
-                let revoked = shell.revoked.contains(&extension);
+                let revoked = shell.core.is_revoked(&extension);
                 return Err(HostError::ActivationDenied {
                     name: name.to_owned(),
                     extension,
@@ -123,10 +123,13 @@ pub(crate) async fn call(
                 });
             }
         };
-        let deadline = match &admitted.owner {
-            Owner::Extension(id) => inner.deadlines.with_overrides(shell.overrides.get(id)).call,
-            Owner::Base => inner.deadlines.call,
+        let owner = match &admitted.owner {
+            Owner::Extension(id) => Some(id.as_str()),
+            Owner::Base => None,
         };
+        let deadline = shell
+            .core
+            .deadline_for(&inner.deadlines, DeadlineStep::Call(owner));
         let cancel = CancellationToken::new();
         let abandon = CancellationToken::new();
         shell.calls.insert(
@@ -150,7 +153,7 @@ pub(crate) async fn call(
         recorder.ran(CodeRun::Tool(call));
     }
     let started = Instant::now();
-    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
     let tool_cancel = cancel.clone();
     let task = tokio::spawn(CALL_CANCELLATION.scope(
@@ -194,7 +197,7 @@ pub(crate) async fn call(
     };
     let outcome = tokio::select! {
         biased;
-        reported = receiver => reported.ok(),
+        reported = &mut receiver => reported.ok(),
         _ = abandon.cancelled() => None,
         _ = caller_cancelled => {
             // The tool hears it; the call stays tracked until it returns,
@@ -205,9 +208,20 @@ pub(crate) async fn call(
         }
         _ = sleep => {
             guard.task.abort();
-            finish(inner, call, true);
+            let verdict = finish(inner, call, true);
             guard.armed = false;
-            return Err(timed_out(name, deadline));
+            match verdict {
+                // The core's answer: the caller gets the timeout.
+                CallVerdict::TimedOut | CallVerdict::Delivered => {
+                    return Err(timed_out(name, deadline));
+                }
+                // The call had already ended (its task reported first,
+                // between the deadline and this report, and sends what
+                // the core answered it without waiting), or its cleanup
+                // abandoned it (its task is gone): whatever the core
+                // answered then is the caller's.
+                CallVerdict::Discarded => (&mut receiver).await.ok(),
+            }
         }
     };
     guard.armed = false;

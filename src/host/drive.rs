@@ -25,10 +25,11 @@ use tokio_util::sync::CancellationToken;
 use super::code::{Event, HookFn};
 use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
 use super::context::ActivationContext;
-use super::shell::{Deadlines, Inner};
+use super::shell::Inner;
 use super::trace::CodeRun;
 use crate::core::{
-    Awaiting, CleanupKind, CleanupStep, ContextId, Effect, Failure, Input, LiveHook, OpId,
+    Awaiting, CleanupKind, CleanupStep, ContextId, DeadlineStep, Effect, Failure, Input, LiveHook,
+    OpId,
 };
 use crate::error::codes;
 use crate::queue::{Ticket, Turn};
@@ -191,13 +192,11 @@ impl Driver {
         }
     }
 
-    /// The deadlines that apply to `extension`'s code: the host's, with
-    /// the extension's own overrides.
-    fn deadlines_of(&self, extension: &str) -> Deadlines {
+    /// The deadline of `step`, as the core decides it (H-12: the host's,
+    /// or the extension's own override).
+    fn deadline(&self, step: DeadlineStep<'_>) -> Option<Duration> {
         let shell = self.inner.lock();
-        self.inner
-            .deadlines
-            .with_overrides(shell.overrides.get(extension))
+        shell.core.deadline_for(&self.inner.deadlines, step)
     }
 
     /// Gives up on an operation the core no longer runs: its caller gets
@@ -209,7 +208,7 @@ impl Driver {
     }
 
     async fn call_factory(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
-        let deadline = self.deadlines_of(&extension).activation;
+        let deadline = self.deadline(DeadlineStep::Activation(&extension));
         self.activation_budget = deadline;
         self.activation_deadline = deadline.map(|d| Instant::now() + d);
         let factory = self.inner.lock().factories.get(&extension).cloned();
@@ -320,7 +319,7 @@ impl Driver {
             return self.feed(vec![Input::StepLost { op }]);
         };
         let list: Arc<[LiveHook]> = list.into();
-        let deadline = self.inner.deadlines.hook;
+        let deadline = self.deadline(DeadlineStep::Hooks);
         *self.progress() = HookProgress::default();
         let mut next = start;
         while next < list.len() {
@@ -375,7 +374,7 @@ impl Driver {
 
     async fn run_cleanup(&mut self, step: CleanupStep) -> Vec<Effect> {
         let op = self.op;
-        let deadline = self.deadlines_of(&step.extension).cleanup;
+        let deadline = self.deadline(DeadlineStep::Cleanup(&step.extension));
         let code = {
             let mut shell = self.inner.lock();
             match step.kind {
@@ -426,10 +425,7 @@ impl Driver {
             Some(Awaiting::Calls(_, extension)) => Some(extension),
             _ => None,
         };
-        let deadline = match waited {
-            Some(extension) => self.deadlines_of(&extension).cleanup,
-            None => self.inner.deadlines.cleanup,
-        };
+        let deadline = self.deadline(DeadlineStep::CallsWait(waited.as_deref()));
         let at = deadline.map(|d| Instant::now() + d);
         loop {
             let notified = self.inner.handoff.notified();

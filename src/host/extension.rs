@@ -279,6 +279,11 @@ impl ExtensionDefinition {
                 .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
             declared_providers: self.declared_providers.clone(),
             dependencies: self.dependencies.clone(),
+            policy: crate::core::DefinitionPolicy {
+                events: trigger_events(&self.triggers),
+                eager: is_eager(&self.triggers),
+                deadlines: self.deadlines,
+            },
         }
     }
 }

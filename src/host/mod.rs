@@ -60,7 +60,7 @@ pub use manifests::{
 };
 pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
 pub use snapshot::{ToolInfo, ToolSnapshot};
-pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent, TriggerTrace};
+pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent};
 
 use contain::under_queue_of;
 use shell::{Deadlines, Inner, Shell};
@@ -68,7 +68,7 @@ use trace::caused_by;
 use tracing::Instrument;
 
 use crate::core::{
-    Binding, HookDiagnostic, HostCore, OpKind, OpOutcome, Owner, ProviderSelection, Status,
+    DormantCall, HookDiagnostic, HostCore, OpKind, OpOutcome, ProviderSelection, Status,
     StepFailure,
 };
 use crate::publication::Published;
@@ -528,19 +528,8 @@ impl ExtensionHost {
 
     async fn emit_inner(&self, event: Event) -> Result<EmitReport, HostError> {
         self.refuse_reentrant("emit")?;
-        let triggered: Vec<String> = {
-            let shell = self.inner.lock();
-            shell
-                .event_triggers
-                .get(&event.name)
-                .into_iter()
-                .flatten()
-                .filter(|id| {
-                    shell.core.extension(id).map(|e| e.status()) == Some(Status::Discovered)
-                })
-                .cloned()
-                .collect()
-        };
+        // M-3: the core says which extensions this event starts.
+        let triggered = self.inner.lock().core.triggered_by(&event.name);
         let mut report = EmitReport::default();
         for id in triggered {
             match self.activate(&id).await {
@@ -570,17 +559,8 @@ impl ExtensionHost {
     }
 
     async fn activate_eager_inner(&self) -> Vec<(String, Result<Activation, HostError>)> {
-        let eager: Vec<String> = {
-            let shell = self.inner.lock();
-            shell
-                .eager
-                .iter()
-                .filter(|id| {
-                    shell.core.extension(id).map(|e| e.status()) == Some(Status::Discovered)
-                })
-                .cloned()
-                .collect()
-        };
+        // M-3: the core says which extensions the eager start begins.
+        let eager = self.inner.lock().core.eager();
         let mut results = Vec::with_capacity(eager.len());
         for id in eager {
             let result = self.activate(&id).await;
@@ -731,12 +711,6 @@ impl ExtensionHost {
             ProviderSelection::Dormant { extension } => extension,
             other => return selected(other, provider, model, false),
         };
-        if self.inner.lock().revoked.contains(&extension) {
-            return Err(HostError::ProviderActivationDenied {
-                provider: provider.to_owned(),
-                extension,
-            });
-        }
         // The activation is the selection's own request (the provider
         // trigger of M-3), so a recorded run names the selection as its
         // cause.
@@ -850,17 +824,22 @@ impl ExtensionHost {
         input: Value,
         options: CallOptions,
     ) -> Result<Value, HostError> {
-        let snapshot = self.tools();
-        if let Some((Binding::Dormant, _)) = snapshot.handler(name) {
-            let extension = owner_id(snapshot.owner(name));
-            if self.inner.lock().revoked.contains(&extension) {
+        // M-4, INV-14: the core says whether this call starts the tool's
+        // extension first, or is refused because a mismatch revoked the
+        // grant.
+        let admission = self.inner.lock().core.admit_dormant_call(name);
+        match admission {
+            DormantCall::NotDormant => {}
+            DormantCall::Start { extension } => {
+                self.activate(&extension).await?;
+            }
+            DormantCall::Revoked { extension } => {
                 return Err(HostError::ActivationDenied {
                     name: name.to_owned(),
                     extension,
                     revoked: true,
                 });
             }
-            self.activate(&extension).await?;
         }
         self.call_tool_with(name, input, options).await
     }
@@ -951,17 +930,14 @@ fn selected(
             model: model.to_owned(),
         }),
         ProviderSelection::Disposed => Err(HostError::Disposed),
+        ProviderSelection::Revoked { extension } => Err(HostError::ProviderActivationDenied {
+            provider: provider.to_owned(),
+            extension,
+        }),
         ProviderSelection::ProviderNotFound | ProviderSelection::Dormant { .. } => {
             Err(HostError::ProviderNotFound {
                 provider: provider.to_owned(),
             })
         }
-    }
-}
-
-fn owner_id(owner: Option<Owner>) -> String {
-    match owner {
-        Some(Owner::Extension(id)) => id,
-        Some(Owner::Base) | None => String::new(),
     }
 }

@@ -26,10 +26,10 @@ use super::contain::drop_contained;
 use super::error::HostError;
 use super::extension::{Extension, ExtensionDefinition, Factory};
 use super::snapshot::{ToolHandler, ToolSnapshot};
-use super::trace::{CoreCall, Recorder, TraceEvent, TriggerTrace};
+use super::trace::{CoreCall, Recorder};
 use crate::core::{
     AdmittedCall, CallId, CallRefused, CallVerdict, ContextId, DefinitionMeta, DiscoveryError,
-    DisposerRef, Effect, FailureCause, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
+    DisposerRef, Effect, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
     ProtocolError, Registered, Registration, Requested, Status, ToolRef,
 };
 use crate::publication::Published;
@@ -102,15 +102,6 @@ pub(crate) struct Shell {
     pub disposers: HashMap<DisposerRef, DisposerFn>,
     pub publish_pending: bool,
     pub withdrawn: HashSet<OpId>,
-    /// Extensions started by events (M-3), by event name, in discovery order.
-    pub event_triggers: HashMap<String, Vec<String>>,
-    /// Eager extensions (M-3), in discovery order.
-    pub eager: Vec<String>,
-    /// Extensions whose grant a declaration mismatch revoked (M-5).
-    pub revoked: HashSet<String>,
-    /// The deadlines each extension overrides (only those that override
-    /// one).
-    pub overrides: HashMap<String, super::deadlines::Overrides>,
     /// Bumped at every publication: the live hooks can only change then.
     pub generation: u64,
     /// The live hooks' handlers, resolved once per generation.
@@ -151,10 +142,6 @@ impl Shell {
             disposers: HashMap::new(),
             publish_pending: false,
             withdrawn: HashSet::new(),
-            event_triggers: HashMap::new(),
-            eager: Vec::new(),
-            revoked: HashSet::new(),
-            overrides: HashMap::new(),
             generation: 0,
             hook_handlers: None,
             settlers: HashMap::new(),
@@ -168,40 +155,14 @@ impl Shell {
     }
 
     /// Keeps what the core does not know of a batch it accepted: the
-    /// factories, the triggers (M-3), the declared descriptors (M-4) and
-    /// the call deadlines.
+    /// factories and the declared descriptors (M-4). Triggers (M-3) and
+    /// deadline overrides (H-12) went to the core with the definitions.
     pub fn note_discovered(&mut self, definitions: Vec<ExtensionDefinition>) {
-        if let Some(recorder) = &self.recorder {
-            recorder.note(TraceEvent::Triggers(
-                definitions
-                    .iter()
-                    .map(|def| TriggerTrace {
-                        id: def.id.clone(),
-                        events: super::extension::trigger_events(&def.triggers),
-                        eager: super::extension::is_eager(&def.triggers),
-                    })
-                    .collect(),
-            ));
-        }
-        for def in &definitions {
-            for event in super::extension::trigger_events(&def.triggers) {
-                let ids = self.event_triggers.entry(event).or_default();
-                if !ids.contains(&def.id) {
-                    ids.push(def.id.clone());
-                }
-            }
-            if super::extension::is_eager(&def.triggers) {
-                self.eager.push(def.id.clone());
-            }
-        }
         tracing::info!(extensions = definitions.len(), "discovered");
         for def in definitions {
             for d in def.declared_tools.iter().flatten() {
                 let name = crate::core::namespaced_tool_name(&def.id, &d.name);
                 self.declared.insert_mut(name, Arc::new(d.clone()));
-            }
-            if !def.deadlines.is_empty() {
-                self.overrides.insert(def.id.clone(), def.deadlines);
             }
             self.factories.insert(def.id, def.factory);
         }
@@ -387,37 +348,15 @@ impl Shell {
 
     /// Hands an operation's outcome to its caller.
     fn settle(&mut self, op: OpId, outcome: OpOutcome) {
-        match &outcome {
-            OpOutcome::ActivationFailed(f) => {
-                if matches!(f.cause, FailureCause::Declaration(_)) {
-                    self.revoked.insert(f.extension.clone());
-                }
-            }
-            OpOutcome::Activated { .. } => {
-                // The extension and any dependency this operation activated
-                // first are active: a grant revoked by an earlier mismatch
-                // holds again (M-5).
-                let core = &self.core;
-                self.revoked.retain(|id| {
-                    core.extension(id).map(|e| e.status()) != Some(crate::core::Status::Active)
-                });
-            }
-            OpOutcome::DependencyFailed { failure, .. } => {
-                if matches!(failure.cause, FailureCause::Declaration(_)) {
-                    self.revoked.insert(failure.extension.clone());
-                }
-            }
-            OpOutcome::Disposed { failures } => {
-                let result = if failures.is_empty() {
-                    Ok(())
-                } else {
-                    Err(HostError::DisposeFailed {
-                        failures: failures.clone(),
-                    })
-                };
-                self.deliveries.push(Delivery::Disposed(result));
-            }
-            _ => {}
+        if let OpOutcome::Disposed { failures } = &outcome {
+            let result = if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(HostError::DisposeFailed {
+                    failures: failures.clone(),
+                })
+            };
+            self.deliveries.push(Delivery::Disposed(result));
         }
         if let Some(settler) = self.settlers.remove(&op) {
             self.deliveries.push(Delivery::Op(settler, outcome));

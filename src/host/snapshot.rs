@@ -86,18 +86,6 @@ impl ToolSnapshot {
             .map(|e| self.info(e))
     }
 
-    pub(crate) fn handler(&self, name: &str) -> Option<(Binding, Option<Arc<ToolHandler>>)> {
-        let entry = self.registry.get(name)?;
-        Some(match entry.binding {
-            Binding::Live(r) => (entry.binding, self.handlers.get(&r).cloned()),
-            Binding::Dormant => (entry.binding, None),
-        })
-    }
-
-    pub(crate) fn owner(&self, name: &str) -> Option<Owner> {
-        self.registry.get(name).map(|e| e.owner.clone())
-    }
-
     fn info<'a>(&'a self, e: &'a RegistryEntry) -> ToolInfo<'a> {
         let input_schema = match e.binding {
             Binding::Live(r) => self.handlers.get(&r).map(|h| &h.descriptor.input_schema),

@@ -60,17 +60,6 @@ pub enum CodeRun {
     Tool(CallId),
 }
 
-/// What a recorded run knows of a discovered extension's triggers (M-3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TriggerTrace {
-    /// The extension.
-    pub id: String,
-    /// Events whose `emit` starts it while it is discovered.
-    pub events: Vec<String>,
-    /// Whether `activate_eager` starts it.
-    pub eager: bool,
-}
-
 /// One call the shell made into the core: a caller's command (typed
 /// method) or an input of the running operation ([`Input`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,8 +98,6 @@ pub enum CoreCall {
 pub enum TraceEvent {
     /// The host was made with these base tools (first event).
     Created(Vec<ToolSpec>),
-    /// A discovery batch was accepted; its triggers.
-    Triggers(Vec<TriggerTrace>),
     /// A call into the core, with the public call whose task made it
     /// (`None` for calls made by the shell's own operation tasks).
     Input(CoreCall, Option<PublicCall>),

@@ -12,18 +12,19 @@
 //! - the extension code the shell ran is exactly what the core's effects
 //!   asked for, in that order (operations' code), or once per admitted call
 //!   (tools);
-//! - every request comes from a public call entitled to make it: `emit`
-//!   activates only discovered extensions subscribed to its event,
-//!   `call_tool_activating` only the owner of the dormant tool called,
-//!   `activate_eager` only discovered eager ones.
+//! - every request comes from a public call entitled to make it, as the
+//!   replayed core answers it (M-3, INV-14): `emit` activates only what
+//!   the core's `triggered_by` names, `activate_eager` only what its
+//!   `eager` names, `call_tool_activating` and `select_provider` only the
+//!   extension the core's admission starts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use exthost::core::{
-    Binding, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner, Phase,
-    ProviderSelection, Requested, Status,
+    Binding, DormantCall, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner,
+    Phase, ProviderSelection, Requested, Status,
 };
-use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent, TriggerTrace};
+use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent};
 
 /// What a replay found wrong, one line per violation.
 pub fn check(events: &[TraceEvent]) -> Vec<String> {
@@ -38,7 +39,6 @@ pub fn check(events: &[TraceEvent]) -> Vec<String> {
 #[derive(Default)]
 struct Replay {
     core: Option<HostCore>,
-    triggers: HashMap<String, TriggerTrace>,
     kinds: BTreeMap<OpId, OpKind>,
     /// Operation code the effects asked for, in order; `true` marks code
     /// whose step the shell reported lost (`StepLost`): it may not have run.
@@ -64,11 +64,6 @@ impl Replay {
                 Ok((core, _)) => self.core = Some(core),
                 Err(e) => self.violation(index, format!("the base tools do not replay: {e}")),
             },
-            TraceEvent::Triggers(triggers) => {
-                for t in triggers {
-                    self.triggers.insert(t.id.clone(), t.clone());
-                }
-            }
             TraceEvent::Ran(CodeRun::Tool(call)) => {
                 if !self.admitted.contains(call) {
                     self.violation(index, format!("tool {call} ran without being admitted"));
@@ -237,24 +232,17 @@ impl Replay {
         kind: &OpKind,
         cause: Option<&PublicCall>,
     ) {
-        let status = |id: &str| core.extension(id).map(|e| e.status());
         let ok = match (kind, cause) {
             (OpKind::Activate(id), Some(PublicCall::Activate(asked))) => id == asked,
             (OpKind::Activate(id), Some(PublicCall::Emit(event))) => {
-                status(id) == Some(Status::Discovered)
-                    && self
-                        .triggers
-                        .get(id)
-                        .is_some_and(|t| t.events.iter().any(|e| e == event))
+                core.triggered_by(event).contains(id)
             }
-            (OpKind::Activate(id), Some(PublicCall::ActivateEager)) => {
-                status(id) == Some(Status::Discovered)
-                    && self.triggers.get(id).is_some_and(|t| t.eager)
-            }
+            (OpKind::Activate(id), Some(PublicCall::ActivateEager)) => core.eager().contains(id),
             (OpKind::Activate(id), Some(PublicCall::CallToolActivating(name))) => {
-                core.registry().get(name).is_some_and(|e| {
-                    e.binding == Binding::Dormant && e.owner == Owner::Extension(id.clone())
-                })
+                core.admit_dormant_call(name)
+                    == DormantCall::Start {
+                        extension: id.clone(),
+                    }
             }
             (OpKind::Activate(id), Some(PublicCall::SelectProvider { provider, model })) => {
                 matches!(

@@ -318,6 +318,7 @@ impl HostCore {
             });
         }
         self.activation_order.push(id.clone());
+        self.restore_grant(&id);
         let ext = self.slot_of(&id);
         self.exts[ext] = ExtensionSlot::Active(active);
         if !then.is_empty() {
@@ -406,6 +407,7 @@ impl HostCore {
         if let Purpose::Activate { .. } = purpose {
             let ext = self.slot_of(&id);
             self.exts[ext] = ExtensionSlot::Failed(failed);
+            self.revoke_on_failure(&id, &cause);
         }
         let forget = Effect::Forget {
             contexts: vec![attempt.context],

@@ -37,6 +37,7 @@ impl HostCore {
             phase: Phase::Open,
             counters: Counters::default(),
             calls: BTreeMap::new(),
+            revoked: std::collections::BTreeSet::new(),
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]

@@ -24,6 +24,10 @@
 //!   states (it builds on `state.rs` only; no transition uses it).
 //! - `state.rs`: [`HostCore`] itself, the running operation, the cleanup
 //!   cursor and plan.
+//! - `policy.rs`: INV-14 and M-3, who may start an extension (the
+//!   grants a declaration mismatch revokes, the event triggers, the eager
+//!   set) and which deadline applies to a step (H-12); builds on
+//!   `state.rs` and `probes.rs` only.
 //! - `providers.rs`: M-8, the providers of a candidate (declaration match,
 //!   clash) and provider selection; builds on `state.rs`, the core's
 //!   [`crate::declarations`] and `probes.rs` only.
@@ -39,6 +43,7 @@ mod canonical;
 mod discovery;
 mod dispose;
 mod emit;
+mod policy;
 mod probes;
 mod providers;
 mod reload;
@@ -50,6 +55,7 @@ pub use declarations::{
     DeclarationMismatch, MISMATCH_REASON_CODES, MismatchReason, check_declarations,
     check_provider_declarations,
 };
+pub use policy::DormantCall;
 pub use providers::ProviderSelection;
 pub use state::{HostCore, Phase};
 

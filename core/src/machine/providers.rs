@@ -3,8 +3,8 @@
 //! candidate, where a live id is a clash), and provider selection (the
 //! provider trigger of M-3), decided here so the shell only performs it.
 //!
-//! Architecture invariant: builds on `state.rs`, `declarations.rs` and
-//! `probes.rs` only; `activation.rs` calls in here while it builds a
+//! Architecture invariant: builds on `state.rs`, `declarations.rs`,
+//! `policy.rs` (the grants) and `probes.rs` only; `activation.rs` calls in here while it builds a
 //! candidate, `reload.rs` to take an old generation's providers out.
 
 use crate::lifecycle::{Contribution, DefinitionMeta, ExtensionSlot, Status};
@@ -36,6 +36,13 @@ pub enum ProviderSelection {
         /// The declaring extension (the first in discovery order).
         extension: String,
     },
+    /// As [`ProviderSelection::Dormant`], but a declaration mismatch
+    /// revoked the declaring extension's grant (M-5, INV-14): nothing
+    /// starts (`PROVIDER_ACTIVATION_DENIED`).
+    Revoked {
+        /// The declaring extension whose grant is revoked.
+        extension: String,
+    },
     /// No live provider and no inactive extension's declaration has the id.
     ProviderNotFound,
     /// Shutdown has begun: nothing is selected any more.
@@ -51,7 +58,8 @@ pub enum ProviderSelection {
 impl HostCore {
     /// M-8 selection: once shutdown has begun, nothing; else a live
     /// provider wins; otherwise the first extension in discovery order that
-    /// is not active and declares the provider. Changes nothing.
+    /// is not active and declares the provider, unless a mismatch revoked
+    /// its grant (INV-14, `policy.rs`). Changes nothing.
     pub fn select_provider(&self, provider: &str, model: &str) -> ProviderSelection {
         if self.phase != Phase::Open {
             return ProviderSelection::Disposed;
@@ -79,7 +87,11 @@ impl HostCore {
         match declaring {
             None => ProviderSelection::ProviderNotFound,
             Some((extension, record)) if record.model(model).is_some() => {
-                ProviderSelection::Dormant { extension }
+                if self.grant_refused(&extension) {
+                    ProviderSelection::Revoked { extension }
+                } else {
+                    ProviderSelection::Dormant { extension }
+                }
             }
             Some((extension, _)) => ProviderSelection::ModelNotFound {
                 owner: Owner::Extension(extension),

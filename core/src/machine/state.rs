@@ -12,7 +12,7 @@
 //!   or an open context is its [`ActivationStep`]; the extension that
 //!   activates is owned by the running [`Activation`], not by its slot.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use rpds::{RedBlackTreeMapSync, VectorSync};
 
@@ -300,6 +300,10 @@ pub struct HostCore {
     pub(super) counters: Counters,
     /// Tool calls in flight, by handle (INV-12).
     pub(super) calls: BTreeMap<CallId, InFlight>,
+    /// Extensions whose grant a declaration mismatch revoked (M-5,
+    /// INV-14): a dormant call or a provider selection does not start them
+    /// until an activation of theirs commits (`policy.rs`).
+    pub(super) revoked: BTreeSet<String>,
     #[cfg(feature = "mutants")]
     pub(super) mutant: Option<Mutant>,
     /// Operations begun and not settled under `StartBeforeSettled`.

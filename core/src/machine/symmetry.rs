@@ -166,6 +166,8 @@ impl HostCore {
             && mx.declared_tools == my.declared_tools
             && mx.declared_providers == my.declared_providers
             && mx.dependencies == my.dependencies
+            && mx.policy == my.policy
+            && self.revoked.contains(x) == self.revoked.contains(y)
             && !mx.namespaced;
         same_shape
             && self

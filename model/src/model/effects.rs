@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use exthost_core::{CleanupKind, ContextId, Effect, HostCore, OpId, OpKind, OpOutcome, Status};
+use exthost_core::{
+    CleanupKind, ContextId, Effect, FailureCause, HostCore, OpId, OpKind, OpOutcome, Status,
+};
 
 use super::HostModel;
 use crate::action::Action;
@@ -212,6 +214,23 @@ fn check_not_forgotten(env: &mut Env, effect: &Effect) {
     }
 }
 
+/// INV-14, what the environment knows of the grants (M-5): an activation
+/// that a declaration mismatch rolled back revoked its extension's (an
+/// activation that commits restores it, see `Publish`).
+fn note_grants(env: &mut Env, outcome: &OpOutcome) {
+    let mismatched = match outcome {
+        OpOutcome::ActivationFailed(f) | OpOutcome::DependencyFailed { failure: f, .. } => {
+            matches!(f.cause, FailureCause::Declaration(_)).then_some(&f.extension)
+        }
+        _ => None,
+    };
+    if let Some(id) = mismatched
+        && let Err(at) = env.revoked.binary_search(id)
+    {
+        env.revoked.insert(at, id.clone());
+    }
+}
+
 fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
     env.op_deadlines = 0;
     env.op_losses = 0;
@@ -257,6 +276,7 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
         .iter()
         .position(|e| e.op == op)
         .map(|i| env.emits.remove(i));
+    note_grants(env, &outcome);
     let mut active_at_start = Vec::new();
     match &outcome {
         OpOutcome::Activated { extension } => match &activation {
@@ -326,6 +346,8 @@ impl HostModel {
             env.published.push(a.ext.clone());
             env.last_attempt = Some(a.context);
             if !a.reload {
+                // INV-14: an activation that commits restores the grant.
+                env.revoked.retain(|id| *id != a.ext);
                 env.active.push(Arc::new(a.committed()));
                 continue;
             }

@@ -61,6 +61,7 @@ impl HostModel {
                     out.push(Action::Request(OpKind::Activate(ext.id().to_owned())));
                 }
                 out.push(Action::Request(OpKind::Emit));
+                self.dormant_calls(s, out);
             }
             // H-12: a reload of an extension active now (what the queue
             // does with one that stopped being active by its turn is
@@ -121,6 +122,29 @@ impl HostModel {
             self.late_actions(s, out);
         }
     }
+    /// INV-14: a dormant call of the manifest extension's declared tool
+    /// (and, with providers, a selection of its declared provider), offered
+    /// only where the core's admission starts the extension or refuses it
+    /// for a revoked grant (elsewhere it is an ordinary call or selection,
+    /// which starts nothing). Only the manifest extension declares
+    /// anything, so only it has a grant to revoke.
+    fn dormant_calls(&self, s: &State, out: &mut Vec<Action>) {
+        for (i, ext) in self.scenario.extensions.iter().enumerate() {
+            if !ext.meta.namespaced {
+                continue;
+            }
+            let ext = i as u8;
+            for provider in [false, true] {
+                if provider && !self.scenario.bounds.providers {
+                    continue;
+                }
+                if self.admit_dormant(&s.core, ext, provider) != (None, None) {
+                    out.push(Action::DormantCall { ext, provider });
+                }
+            }
+        }
+    }
+
     /// A deadline expiry and a lost task for the step `on` of the running
     /// operation `op`, within the per-operation bounds (`deadline`: the
     /// step has a deadline that has not fired yet).

@@ -164,6 +164,8 @@ impl HostModel {
                     env.note = Some(Note::CallDrained);
                 }
             }
+            // What the core answered is judged with its reply below.
+            Action::DormantCall { .. } => {}
             Action::Deadline { op, on } => {
                 env.op_deadlines += 1;
                 match on {
@@ -258,6 +260,13 @@ impl HostModel {
                 }
                 Reply::Requested(Requested::JoinDispose(op)) => {
                     protocol(env, format!("a single dispose was joined to {op}"))
+                }
+                Reply::Dormant { started, revoked } => {
+                    let Action::DormantCall { ext, .. } = action else {
+                        protocol(env, "an admission reply to another input".into());
+                        break 'reply;
+                    };
+                    dormant_reply(env, self.ext_id(*ext), started, revoked);
                 }
                 Reply::Registration(reply) => self.registration_reply(env, action, reply),
                 Reply::Call(reply) => self.call_reply(env, was, action, reply),
@@ -415,4 +424,59 @@ pub(super) fn running_cleanup(env: &mut Env, op: OpId) -> Option<&mut CleanupObs
         .iter_mut()
         .rev()
         .find(|c| c.op == op && c.failed.is_none())
+}
+
+/// INV-14: what the core answered a dormant call or a provider selection of
+/// `id`, against the grants the environment saw mismatches revoke.
+fn dormant_reply(
+    env: &mut Env,
+    id: &str,
+    started: Option<(String, Requested)>,
+    revoked: Option<String>,
+) {
+    let was_revoked = env.revoked.iter().any(|r| r == id);
+    match (started, revoked) {
+        (Some((extension, reply)), None) if extension == id => {
+            if was_revoked {
+                Violations::record(
+                    &mut env.violations.inv14,
+                    format!(
+                        "a dormant call started {id}, whose grant a declaration mismatch \
+                         revoked and no activation restored"
+                    ),
+                );
+            }
+            env.requests_left -= 1;
+            match reply {
+                Requested::Enqueued(op) => env.ops.push(PendingOp {
+                    op,
+                    kind: OpKind::Activate(extension),
+                    status: OpStatus::Queued,
+                }),
+                other => Violations::record(
+                    &mut env.violations.protocol,
+                    format!("the activation a dormant call asked for was refused: {other:?}"),
+                ),
+            }
+        }
+        (None, Some(extension)) if extension == id => {
+            // A refused call uses a request too: the bound keeps the
+            // state graph acyclic.
+            env.requests_left -= 1;
+            env.note = Some(Note::GrantRefused);
+            if !was_revoked {
+                Violations::record(
+                    &mut env.violations.inv14,
+                    format!(
+                        "a dormant call of {id} was refused as revoked, but no declaration \
+                         mismatch revoked its grant (a transient failure never revokes one)"
+                    ),
+                );
+            }
+        }
+        other => Violations::record(
+            &mut env.violations.protocol,
+            format!("a dormant call of {id} (dormant) was answered {other:?}"),
+        ),
+    }
 }

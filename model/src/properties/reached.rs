@@ -128,6 +128,12 @@ pub(super) fn push(sc: &Scenario, p: &mut Vec<Definition>) {
             })
         }));
     }
+    if sc.has_manifest() {
+        p.push(sometimes(
+            "a dormant call refused for a revoked grant (INV-14)",
+            |_, s| s.env.note == Some(Note::GrantRefused),
+        ));
+    }
     if b.calls > 0 {
         p.push(sometimes(
             "a shutdown that waited for a tool call",

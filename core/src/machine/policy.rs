@@ -1,0 +1,156 @@
+//! Policy: who may start an extension, and which deadline applies. Decides
+//! INV-14 (revoked grants): a dormant call or a provider selection never
+//! starts an extension whose grant a declaration mismatch revoked (M-5),
+//! until an explicit `activate` of it succeeds, and a transient failure
+//! never revokes a grant. Also decides the M-3 triggers (the extensions an
+//! event or the eager start begins) and which deadline applies to a step
+//! (H-12), from the definitions' [`DefinitionPolicy`](crate::DefinitionPolicy).
+//!
+//! Architecture invariants:
+//! - Builds on `state.rs` and `probes.rs` only. The grants change in two
+//!   places of `activation.rs`, through [`HostCore::revoke_on_failure`] (a
+//!   rollback of an activation settles) and [`HostCore::restore_grant`] (an
+//!   activation commits); everything else here is a query that changes
+//!   nothing.
+//! - The shell asks these queries and does exactly what they answer; it
+//!   keeps no trigger, grant or deadline of its own.
+
+use std::time::Duration;
+
+use crate::lifecycle::Status;
+use crate::mutant::Mutant;
+use crate::outcome::FailureCause;
+use crate::policy::{DeadlineStep, Deadlines};
+use crate::registry::{Binding, Owner};
+
+use super::state::{HostCore, Phase};
+
+/// What a call of a tool that may start its extension gets (M-4, M-5,
+/// INV-14): the answer of [`HostCore::admit_dormant_call`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DormantCall {
+    /// The tool is not a dormant descriptor (live, unknown, or the host is
+    /// shutting down): call it as it is, nothing starts.
+    NotDormant,
+    /// Start this extension (the owner of the dormant descriptor) with an
+    /// `activate` request, then call the tool.
+    Start {
+        /// The extension to start.
+        extension: String,
+    },
+    /// Refused (`TOOL_ACTIVATION_DENIED`): a declaration mismatch revoked
+    /// this extension's grant, and nothing starts.
+    Revoked {
+        /// The extension whose grant is revoked.
+        extension: String,
+    },
+}
+
+impl HostCore {
+    /// True when a declaration mismatch revoked `id`'s grant to be started
+    /// by a dormant call or a provider selection (M-5, INV-14), and no
+    /// activation of it has committed since.
+    pub fn is_revoked(&self, id: &str) -> bool {
+        self.revoked.contains(id)
+    }
+
+    /// The extensions whose grant is revoked, in id order.
+    pub fn revoked(&self) -> impl Iterator<Item = &str> + '_ {
+        self.revoked.iter().map(String::as_str)
+    }
+
+    /// M-4, INV-14: a caller that may start extensions calls the tool with
+    /// this runtime name. A dormant descriptor starts its owner, unless a
+    /// mismatch revoked the owner's grant. Changes nothing.
+    pub fn admit_dormant_call(&self, tool: &str) -> DormantCall {
+        if self.phase != Phase::Open {
+            return DormantCall::NotDormant;
+        }
+        match self.registry.get(tool) {
+            Some(entry) if entry.binding == Binding::Dormant => {
+                let Owner::Extension(extension) = &entry.owner else {
+                    return DormantCall::NotDormant;
+                };
+                if self.grant_refused(extension) {
+                    DormantCall::Revoked {
+                        extension: extension.clone(),
+                    }
+                } else {
+                    DormantCall::Start {
+                        extension: extension.clone(),
+                    }
+                }
+            }
+            _ => DormantCall::NotDormant,
+        }
+    }
+
+    /// Whether a dormant call or a provider selection may not start `id`
+    /// (under `RevokedGrantStarts`, every grant holds).
+    pub(super) fn grant_refused(&self, id: &str) -> bool {
+        self.is_revoked(id) && !self.mutant(Mutant::RevokedGrantStarts)
+    }
+
+    /// M-5, INV-14: an activation attempt of `id` (not a reload) rolled
+    /// back with `cause`. A declaration mismatch revokes its grant; a
+    /// transient failure (a factory or `activate` error, a deadline, a lost
+    /// step, a panic, a shutdown) leaves the grant as it was.
+    pub(super) fn revoke_on_failure(&mut self, id: &str, cause: &FailureCause) {
+        if matches!(cause, FailureCause::Declaration(_))
+            || self.mutant(Mutant::TransientFailureRevokes)
+        {
+            self.revoked.insert(id.to_owned());
+        }
+    }
+
+    /// INV-14: an activation of `id` committed (the extension asked for, or
+    /// a dependency the same explicit request activated first): its grant
+    /// holds again.
+    pub(super) fn restore_grant(&mut self, id: &str) {
+        self.revoked.remove(id);
+    }
+
+    /// M-3: the extensions an `emit` of `event` starts first: those still
+    /// `discovered` whose definition subscribes to `event`, in discovery
+    /// order. Changes nothing.
+    pub fn triggered_by(&self, event: &str) -> Vec<String> {
+        self.startable(|meta| meta.policy.events.iter().any(|e| e == event))
+    }
+
+    /// M-3: the eager extensions still `discovered`, in discovery order:
+    /// what `activate_eager` starts. Changes nothing.
+    pub fn eager(&self) -> Vec<String> {
+        self.startable(|meta| meta.policy.eager)
+    }
+
+    fn startable(&self, wanted: impl Fn(&crate::lifecycle::DefinitionMeta) -> bool) -> Vec<String> {
+        if self.phase != Phase::Open {
+            return Vec::new();
+        }
+        self.exts
+            .iter()
+            .filter(|slot| slot.status() == Status::Discovered && wanted(slot.meta()))
+            .map(|slot| slot.id().to_owned())
+            .collect()
+    }
+
+    /// H-12: the deadline of `step` when the host's deadlines are `host`:
+    /// the host's, unless the extension's definition overrides it (a
+    /// duration of its own, or none). The hooks of an emit always have the
+    /// host's (one watchdog for every extension's hooks). Changes nothing.
+    pub fn deadline_for(&self, host: &Deadlines, step: DeadlineStep<'_>) -> Option<Duration> {
+        let of = |id: Option<&str>| {
+            let overrides = id
+                .and_then(|id| self.extension(id))
+                .map(|slot| &slot.meta().policy.deadlines);
+            host.with_overrides(overrides)
+        };
+        match step {
+            DeadlineStep::Activation(id) => of(Some(id)).activation,
+            DeadlineStep::Cleanup(id) => of(Some(id)).cleanup,
+            DeadlineStep::CallsWait(id) => of(id).cleanup,
+            DeadlineStep::Hooks => host.hook,
+            DeadlineStep::Call(id) => of(id).call,
+        }
+    }
+}

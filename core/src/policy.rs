@@ -1,0 +1,147 @@
+//! Policy as definition data: what starts an extension (M-3: the events it
+//! subscribes to, eager start) and the deadlines it overrides (H-12). The
+//! shell hands these to the core with the definition; the core answers the
+//! questions about them (`machine/policy.rs`), so the shell decides none of
+//! them.
+//!
+//! Architecture invariant: data only, with no dependency on the rest of the
+//! core; durations are plain [`Duration`]s (no clock is read here).
+
+use std::time::Duration;
+
+/// What a definition says about when it starts and which deadlines apply
+/// to its code (M-3, H-12). The default starts on nothing and inherits
+/// every deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DefinitionPolicy {
+    /// The events whose `emit` starts it while it is `discovered` (M-3), in
+    /// the order its definition names them.
+    pub events: Vec<String>,
+    /// It starts with `activate_eager` while it is `discovered` (M-3).
+    pub eager: bool,
+    /// The deadlines it overrides (H-12).
+    pub deadlines: DeadlineOverrides,
+}
+
+/// One deadline as an extension states it (H-12).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DeadlineOverride {
+    /// The host's deadline applies.
+    #[default]
+    Inherit,
+    /// This deadline instead of the host's.
+    Set(Duration),
+    /// No deadline for this extension, whatever the host's.
+    Off,
+}
+
+impl DeadlineOverride {
+    /// The deadline that applies when the host's is `host`.
+    pub fn or(self, host: Option<Duration>) -> Option<Duration> {
+        match self {
+            DeadlineOverride::Inherit => host,
+            DeadlineOverride::Set(deadline) => Some(deadline),
+            DeadlineOverride::Off => None,
+        }
+    }
+}
+
+/// The deadlines one extension overrides (H-12).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct DeadlineOverrides {
+    /// Its factory and `activate` together.
+    pub activation: DeadlineOverride,
+    /// Each of its cleanup steps, and the wait for its calls at shutdown.
+    pub cleanup: DeadlineOverride,
+    /// Each call of its tools.
+    pub call: DeadlineOverride,
+}
+
+impl DeadlineOverrides {
+    /// Whether this extension overrides nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The deadlines a host enforces (H-12); `None` turns one off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Deadlines {
+    /// An activation's factory and `activate` together.
+    pub activation: Option<Duration>,
+    /// Each cleanup step, and the wait for an extension's calls.
+    pub cleanup: Option<Duration>,
+    /// An emit's hooks (one watchdog for all: never overridden).
+    pub hook: Option<Duration>,
+    /// Each tool call.
+    pub call: Option<Duration>,
+}
+
+impl Deadlines {
+    /// The deadlines that apply to an extension with these overrides (the
+    /// hook deadline is the host's: one `emit` runs many extensions' hooks
+    /// under one watchdog).
+    pub fn with_overrides(self, overrides: Option<&DeadlineOverrides>) -> Deadlines {
+        let Some(o) = overrides else {
+            return self;
+        };
+        Deadlines {
+            activation: o.activation.or(self.activation),
+            cleanup: o.cleanup.or(self.cleanup),
+            hook: self.hook,
+            call: o.call.or(self.call),
+        }
+    }
+}
+
+/// A step whose deadline the core is asked for
+/// ([`HostCore::deadline_for`](crate::HostCore::deadline_for)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineStep<'a> {
+    /// This extension's factory and `activate`.
+    Activation(&'a str),
+    /// One cleanup step of this extension.
+    Cleanup(&'a str),
+    /// The wait for the calls in flight of this extension (`None`: of no
+    /// known extension) before its first cleanup step.
+    CallsWait(Option<&'a str>),
+    /// The hooks of an emit.
+    Hooks,
+    /// One call of a tool of this extension (`None`: a base tool).
+    Call(Option<&'a str>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: Deadlines = Deadlines {
+        activation: Some(Duration::from_secs(30)),
+        cleanup: Some(Duration::from_secs(10)),
+        hook: Some(Duration::from_secs(10)),
+        call: None,
+    };
+
+    #[test]
+    fn an_extension_without_overrides_gets_the_hosts_deadlines() {
+        assert_eq!(HOST.with_overrides(None), HOST);
+        assert_eq!(
+            HOST.with_overrides(Some(&DeadlineOverrides::default())),
+            HOST
+        );
+    }
+
+    #[test]
+    fn each_override_replaces_or_turns_off_only_its_own_deadline() {
+        let o = DeadlineOverrides {
+            activation: DeadlineOverride::Set(Duration::from_millis(5)),
+            cleanup: DeadlineOverride::Off,
+            call: DeadlineOverride::Set(Duration::from_secs(1)),
+        };
+        let d = HOST.with_overrides(Some(&o));
+        assert_eq!(d.activation, Some(Duration::from_millis(5)));
+        assert_eq!(d.cleanup, None);
+        assert_eq!(d.hook, HOST.hook);
+        assert_eq!(d.call, Some(Duration::from_secs(1)));
+    }
+}
