@@ -75,8 +75,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Model-check every invariant of the host core within bounds (default
-    /// bounds: about 26 s; `--ci`: under 10 s).
+    /// Model-check every invariant of the host core within bounds (default:
+    /// one search over every input, minutes; `--ci`: seconds).
     Check(exthost_model::run::CheckArgs),
     /// Serve stateright's web explorer of the model on 127.0.0.1 (CI bounds
     /// unless `--full`).

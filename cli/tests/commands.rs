@@ -431,48 +431,40 @@ fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
 }
 
 #[test]
-fn the_default_check_runs_the_default_bounds_then_the_lifecycle_bounds() {
-    // No preset and no bound: the default check, two searches in one
-    // command (cut at depth 3 here to stay fast).
+fn the_default_check_is_one_search_over_every_input() {
+    // No preset and no bound: the default check, one search over the
+    // default bounds with reload, the dependency and providers (cut at
+    // depth 3 here to stay fast).
     let r = json_of(&["check", "--max-depth", "3", "--json"], 0);
     assert_eq!(
         r["bounds"],
-        serde_json::to_value(exthost_model::Bounds::default()).unwrap()
+        serde_json::to_value(exthost_model::Bounds::full()).unwrap()
     );
-    let then = r["then"].as_array().expect("the checks after the first");
-    assert_eq!(then.len(), 1);
-    assert_eq!(
-        then[0]["bounds"],
-        serde_json::to_value(exthost_model::Bounds::lifecycle()).unwrap()
-    );
-    // Between them, the two checks judge every invariant.
-    let judged: Vec<&str> = property_names(&r)
-        .into_iter()
-        .chain(property_names(&then[0]))
-        .collect();
+    assert!(r.get("then").is_none(), "one search: {r}");
+    // The one search judges every invariant.
+    let judged = property_names(&r);
     for inv in exthost_model::properties::INVARIANTS {
         assert!(judged.contains(&inv), "{inv} is judged");
     }
-    // The text report says which check is which.
+    // The text report says it is the default check, and only one.
     exthost()
         .args(["check", "--max-depth", "3"])
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
-            "(check 1 of 2: the default bounds)",
+            "(the default check: every input in one search)",
         ))
-        .stdout(predicate::str::contains(
-            "(check 2 of 2: the lifecycle bounds",
-        ));
-    // Any preset or bound makes it one check.
+        .stdout(predicate::str::contains("check 1 of").not())
+        .stdout(predicate::str::contains("  reload requests: 1\n"));
+    // Any preset or bound is one check too, without the heading.
     let r = json_of(&["check", "--max-depth", "3", "--hooks", "1", "--json"], 0);
     assert!(r.get("then").is_none(), "{r}");
 }
 
 #[test]
-fn a_default_check_that_fails_in_its_second_search_fails() {
-    // A lifecycle mutant is not in the default bounds; the default check
-    // still catches it, in its lifecycle search.
+fn a_default_check_that_fails_fails() {
+    // A seeded bug of the reload: the one search catches it (cut at depth
+    // 12 and stopped at the first counterexample to stay fast).
     let r = json_of(
         &[
             "check",
@@ -486,9 +478,8 @@ fn a_default_check_that_fails_in_its_second_search_fails() {
         1,
     );
     assert_eq!(r["ok"], false);
-    let lifecycle = &r["then"][0];
-    assert_eq!(lifecycle["ok"], false);
-    let violated: Vec<&str> = lifecycle["properties"]
+    assert!(r.get("then").is_none(), "one search: {r}");
+    let violated: Vec<&str> = r["properties"]
         .as_array()
         .expect("properties")
         .iter()

@@ -277,6 +277,25 @@ impl ToolRegistry {
         binding: Binding,
         keep: Option<String>,
     ) -> Result<(), RegistryError> {
+        self.insert_reserving(
+            spec,
+            owner,
+            binding,
+            keep,
+            &std::collections::BTreeSet::new(),
+        )
+    }
+
+    /// [`ToolRegistry::insert_keeping`], where a new API name is never one
+    /// of `reserved` (the API names later inserts of the same commit keep).
+    pub fn insert_reserving(
+        &mut self,
+        spec: &ToolSpec,
+        owner: Owner,
+        binding: Binding,
+        keep: Option<String>,
+        reserved: &std::collections::BTreeSet<String>,
+    ) -> Result<(), RegistryError> {
         check_spec(spec)?;
         if let Some(held) = self.by_name.get(&spec.name) {
             return Err(RegistryError::Duplicate {
@@ -286,7 +305,7 @@ impl ToolRegistry {
         }
         let api_name = match keep {
             Some(api) if !self.by_api.contains_key(&api) => api,
-            _ => self.free_api_name(&spec.name),
+            _ => self.free_api_name(&spec.name, reserved),
         };
         self.by_api.insert_mut(api_name.clone(), spec.name.clone());
         self.publish_last(spec, api_name, owner, binding);
@@ -377,9 +396,10 @@ impl ToolRegistry {
         };
     }
 
-    fn free_api_name(&self, name: &str) -> String {
+    fn free_api_name(&self, name: &str, reserved: &std::collections::BTreeSet<String>) -> String {
         let base = api_name_base(name);
-        if self.mutant(Mutant::NoApiNameSuffix) || !self.by_api.contains_key(&base) {
+        let taken = |c: &String| self.by_api.contains_key(c) || reserved.contains(c);
+        if self.mutant(Mutant::NoApiNameSuffix) || !taken(&base) {
             return base;
         }
         (2u64..)
@@ -393,7 +413,7 @@ impl ToolRegistry {
                 };
                 format!("{stem}{suffix}")
             })
-            .find(|c| self.mutant(Mutant::SuffixNotCheckedFree) || !self.by_api.contains_key(c))
+            .find(|c| self.mutant(Mutant::SuffixNotCheckedFree) || !taken(c))
             .expect("an unbounded sequence of candidates always has a free one")
     }
 }

@@ -430,6 +430,15 @@ impl HostModel {
         if let Some(old) = &mut env.retiring {
             old.keep_cleanup_only();
         }
+        // The counts of attempted registrations bound only an `activate`
+        // that runs and whose deadline has not passed (after it, it only
+        // returns): once it returned or its deadline passed (or before it
+        // began, when they are zero) nothing reads them, so an attempt that
+        // registered only disposers, or whose registrations were refused,
+        // forgets them too.
+        for a in env.running.iter_mut().filter(|a| !a.open || a.deadline) {
+            a.forget_attempts();
+        }
     }
 
     /// Applies `action` to a copy of `last` and observes the effects,

@@ -149,7 +149,8 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
 }
 
 /// The `check` command of both command lines: runs the checks `args`
-/// describe ([`CheckArgs::plan`]: the default check is two) and writes,
+/// describe ([`CheckArgs::plan`]: one search, the default check's over
+/// every input) and writes,
 /// for each, the header and report (text, or JSON with `--json`) to `out`;
 /// progress goes only to `progress`. With `--fail-fast`, a failing check
 /// ends the command. With `--shard` it runs one shard of each check, and
@@ -191,7 +192,8 @@ pub fn check_command(
                         MutantCase::of(m).name
                     )),
                 match plan.len() {
-                    1 => String::new(),
+                    1 if what.is_empty() => String::new(),
+                    1 => format!(" ({what})"),
                     n => format!(" (check {} of {n}: {what})", i + 1),
                 },
                 bounds_text(&options.bounds)

@@ -115,8 +115,9 @@ impl Default for Bounds {
     /// The default check: three extensions (two plain, one manifest), two
     /// tools, one hook and two disposers per activation, three requests
     /// (plus `dispose`), one tool call, one deadline expiry and one lost
-    /// step per operation, every fault point. Reload and dependencies are
-    /// checked under [`Bounds::lifecycle`].
+    /// step per operation, every fault point. The default check explores
+    /// these together with reload, the dependency and providers
+    /// ([`Bounds::full`]); `--ci` is derived from them.
     fn default() -> Self {
         Self {
             extensions: 3,
@@ -173,11 +174,9 @@ impl Bounds {
     /// withdrawn request, a hung activation and late registrations, with
     /// one tool (from the pool `m_x`, `m.x`: suffixed API names and a
     /// three-way collision with `m:x`, M-6), hook and disposer per
-    /// activation and two requests, so that
-    /// the product with the other inputs stays small. The default check's
-    /// second search (`check`, or `check --lifecycle` alone; see
-    /// `docs/model-checking.md` for why these are not in the default
-    /// bounds).
+    /// activation and two requests: a quick check of reload, dependencies
+    /// and providers alone (`check --lifecycle`; the default check explores
+    /// them in the product, [`Bounds::full`]).
     pub fn lifecycle() -> Self {
         Self {
             extensions: 3,
@@ -200,6 +199,26 @@ impl Bounds {
             reloads: 1,
             dependency: true,
             providers: true,
+        }
+    }
+
+    /// The default check's one search (issue 24): the default bounds
+    /// (three extensions, one from a manifest; two tools, one hook and two
+    /// disposers per activation; three requests plus `dispose`; every
+    /// fault point; one call, one deadline and one lost step per
+    /// operation) together with one reload, the dependency (`b` on `m`,
+    /// and the cycle batch), providers and the tool pool `m_x`, `m.x` (a
+    /// suffixed API name that a reload re-registers, and a three-way
+    /// collision with `m:x`). With two disposers per generation a reload's
+    /// retirement order is visible. `check` with no preset explores these.
+    pub fn full() -> Self {
+        Self {
+            refused: 3,
+            tool_names: vec!["m_x".into(), "m.x".into()],
+            reloads: 1,
+            dependency: true,
+            providers: true,
+            ..Self::default()
         }
     }
 

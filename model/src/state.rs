@@ -116,6 +116,12 @@ impl Activation {
         self.tools.clear();
         self.hooks.clear();
         self.providers.clear();
+        self.forget_attempts();
+    }
+
+    /// Forgets the counts of attempted registrations, which bound only an
+    /// `activate` that runs (see `docs/model-checking.md`, "Reductions").
+    pub fn forget_attempts(&mut self) {
         self.tool_attempts = 0;
         self.hook_attempts = 0;
         self.provider_attempts = 0;

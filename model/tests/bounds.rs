@@ -2,9 +2,8 @@
 //! `check --json` prints must not change when the model gets faster
 //! (issue 10: a reduction may only remove states, never bounds). Issue 11
 //! added three inputs, off in these bounds (`reloads`, `dependency`,
-//! `providers`), which the default check explores in its second search,
-//! the lifecycle bounds (`docs/model-checking.md`, "Reload, dependencies
-//! and providers").
+//! `providers`); since issue 24 the default check explores them together
+//! with these bounds in one search (`Bounds::full`, pinned below).
 
 use exthost_model::Bounds;
 
@@ -45,5 +44,20 @@ fn the_ci_bounds_are_pinned() {
     let mut expected = serde_json::to_value(Bounds::default()).expect("bounds serialize");
     expected["hooks"] = 2.into();
     expected["ops"] = 2.into();
+    assert_eq!(json, expected);
+}
+
+/// The default check's one search (issue 24): the default bounds as they
+/// are, with one reload, the dependency, providers, the cycle batch and
+/// the tool pool `m_x`, `m.x` (suffixed API names, a three-way collision).
+#[test]
+fn the_default_check_explores_the_default_bounds_with_every_input() {
+    let json = serde_json::to_value(Bounds::full()).expect("bounds serialize");
+    let mut expected = serde_json::to_value(Bounds::default()).expect("bounds serialize");
+    expected["reloads"] = 1.into();
+    expected["dependency"] = true.into();
+    expected["providers"] = true.into();
+    expected["refused"] = 3.into();
+    expected["tool_names"] = serde_json::json!(["m_x", "m.x"]);
     assert_eq!(json, expected);
 }

@@ -209,6 +209,14 @@ fn a_state_and_its_representative_are_indistinguishable_under_the_default_bounds
     run_on(m, representative, 300, None).unwrap();
 }
 
+/// The same on the default check's one search (issue 24: every input,
+/// so a reload, a dependency chain and providers with two disposers per
+/// generation).
+#[test]
+fn a_state_and_its_canonical_form_are_indistinguishable_in_the_one_search() {
+    run_on(HostModel::new(Bounds::full()), representative, 300, None).unwrap();
+}
+
 #[test]
 fn an_exchange_where_the_environment_forgets_the_callers_ops_is_caught() {
     let result = run(

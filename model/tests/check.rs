@@ -7,23 +7,35 @@ use exthost_model::{Bounds, HostModel};
 use stateright::{Checker, Model};
 
 /// The distinct states of `check --ci` (README, docs/model-checking.md).
-const CI_UNIQUE_STATES: usize = 142_944;
-/// The distinct states of `check --lifecycle`, the default check's second
-/// search.
-const LIFECYCLE_UNIQUE_STATES: usize = 1_452_956;
-/// The distinct states of the default bounds, the default check's first
-/// search.
-const DEFAULT_UNIQUE_STATES: usize = 1_439_321;
+const CI_UNIQUE_STATES: usize = 133_080;
+/// The distinct states of `check --lifecycle` (reload, dependency and
+/// providers with one tool, hook and disposer and two requests).
+const LIFECYCLE_UNIQUE_STATES: usize = 1_356_616;
+/// The distinct states of the default check's one search (issue 24): the
+/// default bounds with every input ([`Bounds::full`]). Not pinned yet: the
+/// search did not finish on the loaded machine of issue 24, and the real
+/// core breaks INV-10 there (an open bug, docs/model-checking.md "Issue
+/// 24"), so the count is taken once the core is fixed.
+const FULL_UNIQUE_STATES: Option<usize> = None;
 
-/// The default bounds, the first search of the default check: too slow
-/// for the suite in a debug build (`cargo test --release -p exthost-model
-/// --test check -- --ignored`).
+/// The default check, one search over every input: too slow for the suite
+/// (`cargo test --release -p exthost-model --test check -- --ignored`).
 #[test]
-#[ignore = "the default bounds: run with --release -- --ignored"]
-fn the_default_bounds_have_their_pinned_state_count() {
-    let report = check(Bounds::default());
+#[ignore = "the default check's one search: run with --release -- --ignored"]
+fn the_default_check_has_its_pinned_state_count() {
+    let report = check(Bounds::full());
     assert_all_ok(&report);
-    assert_eq!(report.unique_states, DEFAULT_UNIQUE_STATES);
+    if let Some(pinned) = FULL_UNIQUE_STATES {
+        assert_eq!(report.unique_states, pinned);
+    }
+    // Every invariant is judged in the one search.
+    for name in exthost_model::properties::INVARIANTS {
+        assert_eq!(
+            report.verdict(name).map(|v| v.result.as_str()),
+            Some("holds"),
+            "{name}"
+        );
+    }
 }
 
 fn check(bounds: Bounds) -> run::Report {

@@ -237,3 +237,82 @@ fn a_factory_failing_after_its_deadline_rolls_back_as_timed_out() {
         );
     }
 }
+
+/// Begins `op` (an activation or a reload of plain `a`), lets its factory
+/// return, registers `tools` in order, lets `activate` return, runs every
+/// cleanup step it asks for, and returns the settled outcome.
+fn run_registering(core: &mut HostCore, op: OpId, tools: &[&str]) -> OpOutcome {
+    let context = match apply(core, Input::Begin(op)).as_slice() {
+        [.., Effect::CallFactory { context, .. }] => *context,
+        other => panic!("{other:?}"),
+    };
+    apply(
+        core,
+        Input::FactoryReturned {
+            context,
+            result: Ok(()),
+        },
+    );
+    for tool in tools {
+        core.register(context, Registration::Tool(spec(tool)))
+            .reply
+            .expect("the context is open");
+    }
+    let mut effects = apply(
+        core,
+        Input::ActivateReturned {
+            context,
+            result: Ok(()),
+        },
+    );
+    loop {
+        if let Some(outcome) = effects.iter().find_map(|e| match e {
+            Effect::Settle { outcome, .. } => Some(outcome.clone()),
+            _ => None,
+        }) {
+            return outcome;
+        }
+        match effects.iter().find_map(|e| match e {
+            Effect::RunCleanup { op, .. } => Some(*op),
+            _ => None,
+        }) {
+            Some(op) => effects = apply(core, Input::CleanupFinished { op, result: Ok(()) }),
+            None => panic!("neither a cleanup step nor a settle: {effects:?}"),
+        }
+    }
+}
+
+/// Counterexample of the default check's one search (issue 24, INV-10;
+/// fixed): `b` holds `m.x` under the suffixed API name `m_x_2` (the manifest
+/// tool `m:x` holds `m_x`); a reload registers a new tool `m_x` and then
+/// `m.x` again. The reload's candidate frees `m_x_2` with the old
+/// generation, the new `m_x`, registered first, takes it, and `m.x` gets
+/// `m_x_3`: a tool that stays live changed its API name. Here with a base
+/// tool `m:x` in `m`'s place. Fixed: a reload's candidate reserves the API
+/// names its staged tools keep until each is inserted
+/// (`ToolRegistry::insert_reserving`).
+#[test]
+fn a_reload_keeps_the_suffixed_api_name_of_a_tool_it_registers_again() {
+    let (mut core, _) = HostCore::new(&[spec("m:x")]).unwrap();
+    discover(&mut core, vec![DefinitionMeta::plain("a")]).unwrap();
+    let op = request_activation(&mut core);
+    let outcome = run_registering(&mut core, op, &["m.x"]);
+    assert_eq!(
+        outcome,
+        OpOutcome::Activated {
+            extension: "a".into()
+        }
+    );
+    assert_eq!(core.registry().get("m.x").unwrap().api_name, "m_x_2");
+    let op = match core.request(OpKind::Reload("a".into())).reply {
+        Requested::Enqueued(op) => op,
+        other => panic!("{other:?}"),
+    };
+    let outcome = run_registering(&mut core, op, &["m_x", "m.x"]);
+    assert!(matches!(outcome, OpOutcome::Reloaded { .. }), "{outcome:?}");
+    assert_eq!(
+        core.registry().get("m.x").unwrap().api_name,
+        "m_x_2",
+        "m.x stayed live across the reload and keeps its API name (INV-10)"
+    );
+}

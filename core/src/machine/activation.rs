@@ -281,12 +281,27 @@ impl HostCore {
         };
         kept.extend(without_dormant_descriptors(meta, &mut candidate));
         self.probe_unpublish_staged(&mut candidate, meta, staged);
+        // The API names the staged tools keep are reserved until each is
+        // inserted: a new tool staged before one of them never takes its
+        // name (INV-10, M-6).
+        let mut reserved: std::collections::BTreeSet<String> = staged
+            .tools
+            .iter()
+            .filter_map(|(_, spec)| kept.get(&meta.runtime_spec(spec).name).cloned())
+            .collect();
         for (tool, spec) in &staged.tools {
             let runtime = meta.runtime_spec(spec);
             let keep = kept.remove(&runtime.name);
-            if let Err(e) =
-                candidate.insert_keeping(&runtime, owner.clone(), Binding::Live(*tool), keep)
-            {
+            if let Some(api) = &keep {
+                reserved.remove(api);
+            }
+            if let Err(e) = candidate.insert_reserving(
+                &runtime,
+                owner.clone(),
+                Binding::Live(*tool),
+                keep,
+                &reserved,
+            ) {
                 self.probe_leak_candidate(&candidate);
                 return Err(FailureCause::Registry(e));
             }

@@ -42,14 +42,23 @@ impl HostModel {
         {
             out.push(Action::Request(OpKind::Dispose));
         }
+        // A refused batch is offered last (below), so that depth-first
+        // search, which takes the last action first, tries it first: it
+        // is offered only right after the first batch, and a core that
+        // keeps part of it is then caught in the first few states rather
+        // than after the whole search (the same states either way).
+        let mut refused = None;
         if core.phase() == Phase::Open && idle {
             if step < script.len() {
-                out.push(Action::Discover(step));
-                if matches!(script[step], DiscoveryStep::Refuse { .. })
-                    && let Some(j) = (step + 1..script.len())
+                if matches!(script[step], DiscoveryStep::Refuse { .. }) {
+                    refused = Some(Action::Discover(step));
+                    if let Some(j) = (step + 1..script.len())
                         .find(|&j| matches!(script[j], DiscoveryStep::Accept(_)))
-                {
-                    out.push(Action::Discover(j));
+                    {
+                        out.push(Action::Discover(j));
+                    }
+                } else {
+                    out.push(Action::Discover(step));
                 }
             }
             if step == 0 {
@@ -121,6 +130,7 @@ impl HostModel {
         if self.scenario.bounds.late {
             self.late_actions(s, out);
         }
+        out.extend(refused);
     }
     /// INV-14: a dormant call of the manifest extension's declared tool
     /// (and, with providers, a selection of its declared provider), offered
