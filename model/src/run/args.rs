@@ -85,6 +85,12 @@ pub struct BoundsArgs {
     /// check explores in its one search.
     #[arg(long)]
     pub lifecycle: bool,
+    /// Start from the default bounds without a reload, the dependency and
+    /// providers (`Bounds::default()`: the default check's first search
+    /// before issue 24, about 20 s on 2 cores), to raise one bound of them
+    /// (`--base --hooks 2`) without the product of every input.
+    #[arg(long, conflicts_with_all = ["ci", "lifecycle"])]
+    pub base: bool,
     /// Extensions in total (the last is the manifest extension `m`).
     #[arg(long)]
     pub extensions: Option<usize>,
@@ -146,6 +152,8 @@ impl BoundsArgs {
             Bounds::ci()
         } else if self.lifecycle {
             Bounds::lifecycle()
+        } else if self.base {
+            Bounds::default()
         } else {
             Bounds::full()
         };
