@@ -215,6 +215,55 @@ async fn a_reload_swaps_the_generation_in_one_commit_keeping_api_names() {
     assert_eq!(log.entries(), ["g2:disposer", "g2:dispose"]);
 }
 
+/// Found by the default check's one search (INV-10, M-6): a reload whose
+/// fresh generation registers a new tool before one it keeps must not hand
+/// the kept tool's suffixed API name to the new one. `m:t` holds `m_t`, so
+/// `b`'s `m.t` is `m_t_2`; the reload registers `m_t` (whose base is also
+/// `m_t`) first, then `m.t` again, which must keep `m_t_2`.
+#[tokio::test]
+async fn a_reload_keeps_a_suffixed_api_name_when_a_new_tool_is_registered_first() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let m = ExtensionDefinition::from_fn("m", |cx| async move {
+        cx.register_tool(
+            ToolDescriptor::new("t", "namespaced", json!({"type": "object"})),
+            |_: Value| async { Ok(json!("m")) },
+        )?;
+        Ok(())
+    })
+    .namespaced();
+    let b = Versioned::new("b", &log, |n| Plan {
+        tools: if n == 1 {
+            vec!["m.t"]
+        } else {
+            vec!["m_t", "m.t"]
+        },
+        ..Plan::default()
+    });
+    host.discover([m, b.definition()]).unwrap();
+    within(host.activate("m")).await.unwrap();
+    within(host.activate("b")).await.unwrap();
+    let before = api_names(&host);
+    assert!(before.contains(&("m:t".into(), "m_t".into())), "{before:?}");
+    assert!(
+        before.contains(&("m.t".into(), "m_t_2".into())),
+        "{before:?}"
+    );
+
+    let reload = within(host.reload("b")).await.unwrap();
+    assert_eq!(
+        reload,
+        Reload::Reloaded {
+            cleanup_failures: vec![]
+        }
+    );
+    let after = api_names(&host);
+    assert!(after.contains(&("m:t".into(), "m_t".into())), "{after:?}");
+    assert!(after.contains(&("m.t".into(), "m_t_2".into())), "{after:?}");
+    assert!(after.contains(&("m_t".into(), "m_t_3".into())), "{after:?}");
+    within(host.dispose()).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_see_the_old_generation_or_the_new_one_never_a_mix() {
     let log = Log::default();
