@@ -56,7 +56,7 @@ impl Sink {
 
 pub(crate) fn run(args: &CheckArgs, out: &mut dyn Write) -> Outcome {
     let sink = Sink::new(args.progress);
-    let result = run::check_command(args, out, &mut |p| sink.show(&p));
+    let result = exthost_model::command::check_command(args, out, &mut |p| sink.show(&p));
     sink.finish();
     match result {
         Ok(true) => Ok(EXIT_OK),

@@ -16,7 +16,7 @@
 //! Subcommands (each has `--help`):
 //!
 //! * `exthost check`: model-check the host core (the same code as
-//!   `exthost-model check`, [`exthost_model::run::check_command`]);
+//!   `exthost-model check`, [`exthost_model::command::check_command`]);
 //! * `exthost explore`: serve stateright's explorer on 127.0.0.1;
 //! * `exthost inspect DIR`: what a folder of manifests declares, starting
 //!   nothing;

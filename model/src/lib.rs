@@ -13,7 +13,7 @@
 //! `INV-1` ... `INV-10` ([`properties`]); `sometimes` properties show the interesting
 //! states are reached; [`meaning`] says what each one means. [`mutants`] lists the seeded bugs of the core and the
 //! invariant each must break. [`run::check`] runs a check and builds a
-//! [`run::Report`]; [`run::check_command`] is the `check` command that
+//! [`run::Report`]; [`command::check_command`] is the `check` command that
 //! both the `exthost-model` binary and `exthost check` (crate `exthost-cli`)
 //! run.
 //!
@@ -24,6 +24,7 @@
 
 pub mod action;
 pub mod canonical;
+pub mod command;
 pub mod meaning;
 pub mod model;
 pub mod mutants;

@@ -86,7 +86,7 @@ fn progress_printer(always_lines: bool) -> impl FnMut(Progress) {
 fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     let mut printer = progress_printer(args.progress);
     let mut shown = false;
-    let ok = run::check_command(args, &mut std::io::stdout(), &mut |p| {
+    let ok = exthost_model::command::check_command(args, &mut std::io::stdout(), &mut |p| {
         shown = true;
         printer(p);
     })?;

@@ -37,7 +37,7 @@
 //!
 //! Architecture invariant: builds on [`crate::run`]'s options and reports
 //! (the JSON report of a shard is [`crate::run::json`] plus a `shard`
-//! object) and on [`crate::model`]; `run::check_command` calls it only to
+//! object) and on [`crate::model`]; `command::check_command` calls it only to
 //! dispatch `--shard` and `--merge`.
 
 use std::collections::{HashMap, HashSet};

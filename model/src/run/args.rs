@@ -283,30 +283,6 @@ pub fn threads(n: Option<usize>) -> usize {
 }
 
 impl CheckArgs {
-    /// The shard `--shard` or `--shard-from-env` asks for (reading the
-    /// environment through `var`), `None` for a whole check, or why the
-    /// arguments are unusable.
-    pub fn shard_spec(
-        &self,
-        var: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<crate::shard::ShardSpec>, String> {
-        let (index, count) = match (&self.shard, self.shard_from_env) {
-            (Some(text), _) => crate::shard::parse_shard(text)?,
-            (None, Some(count)) => (crate::shard::index_from_env(count, var)?, count),
-            (None, None) => {
-                if self.prefix_depth.is_some() {
-                    return Err("--prefix-depth needs --shard or --shard-from-env".into());
-                }
-                return Ok(None);
-            }
-        };
-        Ok(Some(crate::shard::ShardSpec {
-            index,
-            count,
-            prefix_depth: self.prefix_depth,
-        }))
-    }
-
     /// The checks these arguments ask for, in order, each with what its
     /// bounds are (for the text report's heading). Since issue 24 this is
     /// always one search: with no preset and no bound, the default check
