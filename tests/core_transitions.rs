@@ -669,7 +669,9 @@ fn reload_with(core: &mut HostCore, id: &str, tools: &[&str]) -> Vec<ToolRef> {
 }
 
 /// The general H-12 candidate, step by step: every tool `id` holds removed,
-/// then each fresh one inserted keeping its old API name when free.
+/// then each fresh one inserted keeping its old API name when free; a new
+/// name never takes an API name that a tool inserted after it keeps
+/// (INV-10: a tool that stays live keeps its API name).
 fn reference_reload(
     before: &ToolRegistry,
     id: &str,
@@ -684,9 +686,15 @@ fn reference_reload(
             kept.insert(name.clone(), expected.remove(&name).unwrap().api_name);
         }
     }
+    let mut reserved: std::collections::BTreeSet<String> =
+        tools.iter().filter_map(|t| kept.get(*t).cloned()).collect();
     for (t, r) in tools.iter().zip(refs) {
+        let keep = kept.remove(*t);
+        if let Some(api) = &keep {
+            reserved.remove(api);
+        }
         expected
-            .insert_keeping(&spec(t), owner.clone(), Binding::Live(*r), kept.remove(*t))
+            .insert_reserving(&spec(t), owner.clone(), Binding::Live(*r), keep, &reserved)
             .unwrap();
     }
     expected
@@ -702,9 +710,9 @@ fn a_reload_gives_the_general_candidate_whichever_tools_come_back() {
     activate_with(&mut core, "y", &tools(&["m"]));
     for fresh in [
         // The same tools in the same order, in another order, fewer of
-        // them; a new one, `a_b`, which takes the API name `a_b` the old
-        // `a.b` freed, so `a.b` gets `a_b_2`; the old ones in another order;
-        // fewer again.
+        // them; a new one, `a_b`, inserted before `a.b`, which keeps its
+        // API name `a_b` (the new one gets `a_b_2`); the old ones in
+        // another order; fewer again.
         &["a.b", "r", "s"][..],
         &["s", "a.b", "r"],
         &["r", "a.b"],
@@ -725,7 +733,7 @@ fn a_reload_gives_the_general_candidate_whichever_tools_come_back() {
         .collect();
     assert_eq!(
         apis,
-        [("base", "base"), ("m", "m"), ("a.b", "a_b_2"), ("r", "r")]
+        [("base", "base"), ("m", "m"), ("a.b", "a_b"), ("r", "r")]
             .map(|(n, a)| (n.to_owned(), a.to_owned()))
     );
 }
