@@ -212,7 +212,7 @@ fn call_tool_against_direct(c: &mut Criterion) {
         group.bench_function(format!("host/{flavour}"), |b| {
             b.iter(|| {
                 black_box(
-                    rt.block_on(host.call_tool("echo:t2", input.clone()))
+                    rt.block_on(host.call_tool("t2", input.clone()))
                         .unwrap(),
                 )
             })
@@ -240,7 +240,7 @@ fn call_tool_with_a_deadline(c: &mut Criterion) {
         group.bench_function(format!("host/{flavour}"), |b| {
             b.iter(|| {
                 black_box(
-                    rt.block_on(host.call_tool("echo:t2", input.clone()))
+                    rt.block_on(host.call_tool("t2", input.clone()))
                         .unwrap(),
                 )
             })
