@@ -210,12 +210,7 @@ fn call_tool_against_direct(c: &mut Criterion) {
         let host = echo_host(&rt, dir.path(), |o| o);
         let input = json!({"text": "hello"});
         group.bench_function(format!("host/{flavour}"), |b| {
-            b.iter(|| {
-                black_box(
-                    rt.block_on(host.call_tool("t2", input.clone()))
-                        .unwrap(),
-                )
-            })
+            b.iter(|| black_box(rt.block_on(host.call_tool("t2", input.clone())).unwrap()))
         });
         let tool = echo_tool();
         group.bench_function(format!("direct/{flavour}"), |b| {
@@ -238,12 +233,7 @@ fn call_tool_with_a_deadline(c: &mut Criterion) {
         });
         let input = json!({"text": "hello"});
         group.bench_function(format!("host/{flavour}"), |b| {
-            b.iter(|| {
-                black_box(
-                    rt.block_on(host.call_tool("t2", input.clone()))
-                        .unwrap(),
-                )
-            })
+            b.iter(|| black_box(rt.block_on(host.call_tool("t2", input.clone())).unwrap()))
         });
         let tool = echo_tool();
         group.bench_function(format!("tokio_spawn/{flavour}"), |b| {
