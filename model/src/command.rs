@@ -76,16 +76,7 @@ pub fn check_command(
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         writeln!(out, "{text}").map_err(io)?;
     } else {
-        writeln!(
-            out,
-            "\n{}",
-            if ok {
-                "every invariant holds and every `sometimes` property was reached"
-            } else {
-                "FAILED: see the verdicts above"
-            }
-        )
-        .map_err(io)?;
+        writeln!(out, "\n{}", crate::run::closing_line(ok)).map_err(io)?;
     }
     Ok(ok)
 }

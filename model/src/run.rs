@@ -147,3 +147,13 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
         Strategy::Dfs => finish(builder.spawn_dfs(), options, start, progress),
     }
 }
+
+/// The last line of a text report: whether every property got its
+/// expected verdict.
+pub fn closing_line(ok: bool) -> &'static str {
+    if ok {
+        "every invariant holds and every `sometimes` property was reached"
+    } else {
+        "FAILED: see the verdicts above"
+    }
+}

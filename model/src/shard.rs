@@ -1236,16 +1236,7 @@ pub fn merge_command(
             writeln!(out).map_err(io)?;
             write!(out, "{}", merged_text(then)).map_err(io)?;
         }
-        writeln!(
-            out,
-            "\n{}",
-            if ok {
-                "every invariant holds and every `sometimes` property was reached"
-            } else {
-                "FAILED: see the verdicts above"
-            }
-        )
-        .map_err(io)?;
+        writeln!(out, "\n{}", crate::run::closing_line(ok)).map_err(io)?;
     }
     Ok(ok)
 }
