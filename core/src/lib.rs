@@ -42,6 +42,7 @@ pub mod ids;
 pub mod lifecycle;
 pub mod machine;
 pub mod mutant;
+pub mod outbox;
 pub mod outcome;
 pub mod policy;
 pub mod protocol;
@@ -59,6 +60,7 @@ pub use machine::{
     ProviderSelection, check_declarations, check_provider_declarations,
 };
 pub use mutant::Mutant;
+pub use outbox::{Drained, Settled};
 pub use outcome::*;
 pub use policy::{DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy};
 pub use protocol::*;

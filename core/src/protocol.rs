@@ -10,7 +10,7 @@
 use rpds::VectorSync;
 
 use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
-use super::outcome::{CleanupStep, Failure, LiveHook, OpOutcome};
+use super::outcome::{CleanupStep, Failure, LiveHook};
 use super::registry::{Owner, ProviderRecord, ToolSpec};
 
 /// A registration made through an activation context (H-6).
@@ -39,27 +39,6 @@ pub enum Registered {
     Provider,
 }
 
-/// The answer to a caller's command: its typed reply, and the commands it
-/// set off (often none), to perform in order after taking the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[must_use]
-pub struct Answer<T> {
-    /// The reply.
-    pub reply: T,
-    /// The commands, in order.
-    pub effects: Vec<Effect>,
-}
-
-impl<T> Answer<T> {
-    /// A reply that sets nothing off.
-    pub fn reply(reply: T) -> Self {
-        Self {
-            reply,
-            effects: Vec::new(),
-        }
-    }
-}
-
 /// The reply to [`HostCore::request`](super::HostCore::request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Requested {
@@ -72,8 +51,9 @@ pub enum Requested {
 }
 
 /// One step of the operation that runs (or begins): the inputs of
-/// [`HostCore::apply`](super::HostCore::apply). Each returns the commands
-/// the driver performs next, one `Vec<Effect>` per step.
+/// [`HostCore::apply`](super::HostCore::apply). Each leaves the commands
+/// the driver performs next in the core's outbox
+/// ([`HostCore::poll_command`](super::HostCore::poll_command)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Input {
     /// The queued operation reached its turn.
@@ -140,7 +120,9 @@ pub enum Rejection {
     HostDisposed,
 }
 
-/// A command: something the driver must do, in order.
+/// A command: something the driver must do, in order. Commands wait in the
+/// core's outbox ([`crate::outbox`]); none of them is a reply to a caller
+/// (settled operations and publication have outbox queues of their own).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Call the extension's factory.
@@ -183,8 +165,6 @@ pub enum Effect {
         /// The step.
         step: CleanupStep,
     },
-    /// The live registry or hooks changed: publish a new snapshot.
-    Publish,
     /// These handles will never be used again: drop them.
     Forget {
         /// Contexts (instances).
@@ -198,13 +178,6 @@ pub enum Effect {
     },
     /// The host is shut down: drop every handle.
     ForgetAll,
-    /// The operation settled: hand this outcome to its caller.
-    Settle {
-        /// The operation.
-        op: OpId,
-        /// Its outcome.
-        outcome: OpOutcome,
-    },
     /// Fire the cancellation signals of these calls in flight: their
     /// extension's cleanup waits for them to finish (H-11, INV-12).
     CancelCalls {
@@ -218,6 +191,45 @@ pub enum Effect {
         /// The calls, in the order they started.
         calls: Vec<CallId>,
     },
+}
+
+impl Effect {
+    /// The extension code this command runs, as the shell records it
+    /// ([`CodeRun`]); `None` for a command that runs none. The model's
+    /// environment and the trace checker both read commands through it.
+    /// For `RunHook` it is the first hook to run (the shell may go on with
+    /// the later ones, `Input::HooksFinished`).
+    pub fn code_run(&self) -> Option<CodeRun> {
+        match self {
+            Effect::CallFactory { context, .. } => Some(CodeRun::Factory(*context)),
+            Effect::RunActivate { context, .. } => Some(CodeRun::Activate(*context)),
+            Effect::RunHook { op, hooks, next } => {
+                hooks.get(*next).map(|h| CodeRun::Hook(*op, h.hook))
+            }
+            Effect::RunCleanup { op, step } => Some(CodeRun::Cleanup(*op, step.clone())),
+            Effect::Cancel { .. }
+            | Effect::Forget { .. }
+            | Effect::ForgetAll
+            | Effect::CancelCalls { .. }
+            | Effect::AbandonCalls { .. } => None,
+        }
+    }
+}
+
+/// Extension code the shell ran (the trace records it; the commands that
+/// ask for it say so through [`Effect::code_run`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CodeRun {
+    /// A factory, for this activation.
+    Factory(ContextId),
+    /// An instance's `activate`.
+    Activate(ContextId),
+    /// A hook, during emit `OpId`.
+    Hook(OpId, HookRef),
+    /// A cleanup step (disposer or the instance's `dispose`).
+    Cleanup(OpId, CleanupStep),
+    /// A tool, for this admitted call.
+    Tool(CallId),
 }
 
 /// A tool call the core admitted.

@@ -20,7 +20,7 @@ use crate::ids::{ContextId, OpId};
 use crate::lifecycle::{Cancellation, ExtensionSlot, Status};
 use crate::mutant::Mutant;
 use crate::outcome::{ActivationFailure, Failure, FailureCause, LiveHook, OpOutcome, StepFailure};
-use crate::protocol::{Answer, ContextClosed, Effect, ProtocolError, Registered, Registration};
+use crate::protocol::{ContextClosed, Effect, ProtocolError, Registered, Registration};
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry};
 
 use super::state::{
@@ -30,20 +30,15 @@ use super::state::{
 use crate::declarations::check_declarations;
 
 impl HostCore {
-    pub(super) fn begin_activation(
-        &mut self,
-        op: OpId,
-        id: String,
-        cancelled: bool,
-    ) -> Vec<Effect> {
+    pub(super) fn begin_activation(&mut self, op: OpId, id: String, cancelled: bool) {
         let Some(&ext) = self.index.get(&id) else {
-            return vec![self.settle(op, OpOutcome::NotFound { extension: id })];
+            return self.settle(op, OpOutcome::NotFound { extension: id });
         };
         if cancelled {
-            return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: id })];
+            return self.settle(op, OpOutcome::CancelledBeforeStart { extension: id });
         }
         if self.exts[ext].status() == Status::Active {
-            return vec![self.settle(op, OpOutcome::AlreadyActive { extension: id })];
+            return self.settle(op, OpOutcome::AlreadyActive { extension: id });
         }
         // H-13: dependencies not active first (none: no graph walk), each
         // its own transaction, in dependency order; the one asked for last.
@@ -53,14 +48,14 @@ impl HostCore {
         let order = activation_order(|d| self.dependencies_of(d), &id);
         let mut chain: Vec<String> = match order {
             Err(missing) => {
-                return vec![self.settle(
+                return self.settle(
                     op,
                     OpOutcome::DependencyMissing {
                         extension: id,
                         dependent: missing.dependent,
                         dependency: missing.dependency,
                     },
-                )];
+                );
             }
             Ok(order) => order
                 .into_iter()
@@ -82,7 +77,7 @@ impl HostCore {
     }
 
     /// One transaction of an activation: `id`'s factory runs; `then` (next one last) follow.
-    fn begin_link(&mut self, op: OpId, id: String, then: Vec<String>) -> Vec<Effect> {
+    fn begin_link(&mut self, op: OpId, id: String, then: Vec<String>) {
         let target = then.first().cloned().unwrap_or_else(|| id.clone());
         let ext = self.slot_of(&id);
         let counters = &mut self.counters;
@@ -92,9 +87,7 @@ impl HostCore {
             // operations are serialized and disposal closes the queue;
             // refuse rather than corrupt state.
             Err(_) => {
-                return vec![
-                    self.settle(op, OpOutcome::CancelledBeforeStart { extension: target }),
-                ];
+                return self.settle(op, OpOutcome::CancelledBeforeStart { extension: target });
             }
         };
         let context = extension.state().context;
@@ -104,22 +97,22 @@ impl HostCore {
             step: ActivationStep::Factory,
             purpose: Purpose::Activate { then },
         }));
-        vec![Effect::CallFactory {
+        self.command(Effect::CallFactory {
             op,
             extension: id,
             context,
-        }]
+        });
     }
 
     /// After a link of a chain committed or failed: the next one begins,
     /// unless shutdown began meanwhile (nothing more of the chain runs).
-    pub(super) fn next_link(&mut self, op: OpId, mut then: Vec<String>) -> Vec<Effect> {
+    pub(super) fn next_link(&mut self, op: OpId, mut then: Vec<String>) {
         let Some(next) = then.pop() else {
-            return Vec::new();
+            return;
         };
         if self.phase != Phase::Open {
             let target = then.first().cloned().unwrap_or(next);
-            return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: target })];
+            return self.settle(op, OpOutcome::CancelledBeforeStart { extension: target });
         }
         self.begin_link(op, next, then)
     }
@@ -152,10 +145,10 @@ impl HostCore {
         &mut self,
         context: ContextId,
         result: Result<(), Failure>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    ) -> Result<(), ProtocolError> {
         let mut a = self.expect_activation(context, ActivationStep::Factory)?;
         let cancelled = a.extension.state().cancelled;
-        Ok(match result {
+        match result {
             // A completion after the deadline is the deadline's, failed or
             // not (H-12).
             Err(_) if cancelled == Some(Cancellation::Deadline) => {
@@ -168,10 +161,11 @@ impl HostCore {
                     a.step = ActivationStep::Activate;
                     let extension = a.extension.id().to_owned();
                     self.running = Some(Running::Activation(a));
-                    vec![Effect::RunActivate { extension, context }]
+                    self.command(Effect::RunActivate { extension, context });
                 }
             },
-        })
+        }
+        Ok(())
     }
 
     /// Extension code registered something through its context (H-6):
@@ -181,16 +175,15 @@ impl HostCore {
         &mut self,
         context: ContextId,
         registration: Registration,
-    ) -> Answer<Result<Registered, ContextClosed>> {
+    ) -> Result<Registered, ContextClosed> {
         let Some(mut a) = self.take_activation(context, ActivationStep::Activate) else {
             let late = self.probe_late_registration(context, registration);
-            return late.unwrap_or(Answer::reply(Err(ContextClosed)));
+            return late.unwrap_or(Err(ContextClosed));
         };
-        let mut effects = Vec::new();
         let handle = match registration {
             Registration::Tool(spec) => {
                 let tool = self.counters.tool();
-                effects = self.probe_publish_staged(a.extension.meta(), tool, &spec);
+                self.probe_publish_staged(a.extension.meta(), tool, &spec);
                 a.extension.state_mut().staged.tools.push((tool, spec));
                 Registered::Tool(tool)
             }
@@ -205,16 +198,13 @@ impl HostCore {
                 Registered::Disposer(disposer)
             }
             Registration::Provider(record) => {
-                effects = self.probe_publish_provider(a.extension.meta(), &record);
+                self.probe_publish_provider(a.extension.meta(), &record);
                 a.extension.state_mut().staged.providers.push(record);
                 Registered::Provider
             }
         };
         self.running = Some(Running::Activation(a));
-        Answer {
-            reply: Ok(handle),
-            effects,
-        }
+        Ok(handle)
     }
 
     /// `ActivateReturned`.
@@ -222,20 +212,21 @@ impl HostCore {
         &mut self,
         context: ContextId,
         result: Result<(), Failure>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    ) -> Result<(), ProtocolError> {
         let a = self.expect_activation(context, ActivationStep::Activate)?;
         let cancelled = a.extension.state().cancelled;
         let cancelled = self.probe_completion_beats_deadline(cancelled, result.is_ok());
         if let Some(why) = cancelled {
-            return Ok(self.start_rollback(a, true, cancelled_cause(why)));
+            self.start_rollback(a, true, cancelled_cause(why));
+        } else if let Err(failure) = result {
+            self.start_rollback(a, true, FailureCause::Activate(failure));
+        } else {
+            match self.validate_candidate(&a) {
+                Err(cause) => self.start_rollback(a, true, cause),
+                Ok(candidate) => self.commit(a, candidate),
+            }
         }
-        if let Err(failure) = result {
-            return Ok(self.start_rollback(a, true, FailureCause::Activate(failure)));
-        }
-        Ok(match self.validate_candidate(&a) {
-            Err(cause) => self.start_rollback(a, true, cause),
-            Ok(candidate) => self.commit(a, candidate),
-        })
+        Ok(())
     }
 
     /// H-4: clone the live registry, swap the dormant descriptors for the
@@ -311,7 +302,7 @@ impl HostCore {
     }
 
     /// H-4: publish everything in one step.
-    fn commit(&mut self, a: Activation, candidate: ToolRegistry) -> Vec<Effect> {
+    fn commit(&mut self, a: Activation, candidate: ToolRegistry) {
         let Activation {
             op,
             extension,
@@ -336,27 +327,18 @@ impl HostCore {
         self.restore_grant(&id);
         let ext = self.slot_of(&id);
         self.exts[ext] = ExtensionSlot::Active(active);
+        self.publish();
         if !then.is_empty() {
             // A dependency committed: the next link begins (H-13).
-            let mut effects = vec![Effect::Publish];
-            effects.extend(self.next_link(op, then));
-            return effects;
+            return self.next_link(op, then);
         }
-        vec![
-            Effect::Publish,
-            self.settle(op, OpOutcome::Activated { extension: id }),
-        ]
+        self.settle(op, OpOutcome::Activated { extension: id });
     }
 
     /// H-5: roll back everything the attempt staged: its disposers in reverse
     /// registration order, then the instance's `dispose` if it has one. Its
     /// staged tools and hooks, never published, are forgotten first.
-    fn start_rollback(
-        &mut self,
-        mut a: Activation,
-        instance: bool,
-        cause: FailureCause,
-    ) -> Vec<Effect> {
+    fn start_rollback(&mut self, mut a: Activation, instance: bool, cause: FailureCause) {
         let state = a.extension.state();
         let steps = cleanup_plan(
             a.extension.id(),
@@ -375,9 +357,10 @@ impl HostCore {
         a.step = ActivationStep::Rollback { cause, cleanup };
         let op = a.op;
         self.running = Some(Running::Activation(a));
-        let mut effects: Vec<Effect> = released.into_iter().collect();
-        effects.push(Effect::RunCleanup { op, step: first });
-        effects
+        if let Some(forget) = released {
+            self.command(forget);
+        }
+        self.command(Effect::RunCleanup { op, step: first });
     }
 
     /// `CleanupFinished` for a rollback step of the running activation,
@@ -388,7 +371,7 @@ impl HostCore {
         cause: FailureCause,
         mut cleanup: CleanupCursor,
         result: Result<(), Failure>,
-    ) -> Vec<Effect> {
+    ) {
         let stop_on_failure = self.mutant(Mutant::StopCleanupAtFirstFailure);
         match cleanup.advance(result, stop_on_failure) {
             Advance::Next => {
@@ -396,7 +379,7 @@ impl HostCore {
                 let step = cleanup.current().clone();
                 a.step = ActivationStep::Rollback { cause, cleanup };
                 self.running = Some(Running::Activation(a));
-                vec![Effect::RunCleanup { op, step }]
+                self.command(Effect::RunCleanup { op, step });
             }
             Advance::Done | Advance::Stopped => {
                 self.finish_rollback(a, cause, cleanup.into_failures())
@@ -409,7 +392,7 @@ impl HostCore {
         a: Activation,
         cause: FailureCause,
         cleanup_failures: Vec<StepFailure>,
-    ) -> Vec<Effect> {
+    ) {
         let Activation {
             op,
             extension,
@@ -424,12 +407,12 @@ impl HostCore {
             self.exts[ext] = ExtensionSlot::Failed(failed);
             self.revoke_on_failure(&id, &cause);
         }
-        let forget = Effect::Forget {
+        self.command(Effect::Forget {
             contexts: vec![attempt.context],
             tools: staged.tools.iter().map(|(t, _)| *t).collect(),
             hooks: staged.hooks,
             disposers: staged.disposers,
-        };
+        });
         let failure = ActivationFailure {
             extension: id,
             cause,
@@ -438,29 +421,23 @@ impl HostCore {
         let then = match purpose {
             // A failed reload leaves the active generation as it was.
             Purpose::Reload => {
-                return vec![forget, self.settle(op, OpOutcome::ReloadFailed(failure))];
+                return self.settle(op, OpOutcome::ReloadFailed(failure));
             }
             Purpose::Activate { then } => then,
         };
         let Some(target) = then.first().cloned() else {
-            return vec![
-                forget,
-                self.settle(op, OpOutcome::ActivationFailed(failure)),
-            ];
+            return self.settle(op, OpOutcome::ActivationFailed(failure));
         };
         // A dependency failed: its dependent's factory never runs (H-13).
-        if let Some(effects) = self.probe_run_dependent_anyway(op, &then, &forget) {
-            return effects;
+        if self.probe_run_dependent_anyway(op, &then) {
+            return;
         }
-        vec![
-            forget,
-            self.settle(
-                op,
-                OpOutcome::DependencyFailed {
-                    extension: target,
-                    failure,
-                },
-            ),
-        ]
+        self.settle(
+            op,
+            OpOutcome::DependencyFailed {
+                extension: target,
+                failure,
+            },
+        );
     }
 }

@@ -16,8 +16,9 @@ use rpds::VectorSync;
 use crate::ids::{ContextId, Counters, OpId, ToolRef};
 use crate::lifecycle::{Cancellation, ExtensionSlot, Status};
 use crate::mutant::Mutant;
+use crate::outbox::Outbox;
 use crate::outcome::{LiveHook, OpKind};
-use crate::protocol::{Answer, Awaiting, Effect, ProtocolError, Rejection, Requested};
+use crate::protocol::{Awaiting, Effect, ProtocolError, Rejection, Requested};
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 
 use super::state::{ActivationStep, HostCore, Phase, Queued, Running};
@@ -38,6 +39,7 @@ impl HostCore {
             counters: Counters::default(),
             calls: BTreeMap::new(),
             revoked: std::collections::BTreeSet::new(),
+            outbox: Outbox::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]
@@ -56,17 +58,16 @@ impl HostCore {
     /// A caller asks for an operation: it joins the queue, or joins the
     /// dispose already asked for, or is refused. A `dispose` cancels the
     /// queued activations and fires the pending activation's signal (H-11).
-    pub fn request(&mut self, kind: OpKind) -> Answer<Requested> {
+    pub fn request(&mut self, kind: OpKind) -> Requested {
         match (self.phase, &kind) {
             (Phase::Closing(first) | Phase::Disposed(first), OpKind::Dispose) => {
-                Answer::reply(Requested::JoinDispose(first))
+                Requested::JoinDispose(first)
             }
             (Phase::Closing(_) | Phase::Disposed(_), _) => {
-                Answer::reply(Requested::Rejected(Rejection::HostDisposed))
+                Requested::Rejected(Rejection::HostDisposed)
             }
             (Phase::Open, _) => {
                 let op = self.counters.op();
-                let mut answer = Answer::reply(Requested::Enqueued(op));
                 if kind == OpKind::Dispose {
                     self.phase = Phase::Closing(op);
                     for q in self.queue.iter_mut() {
@@ -80,9 +81,8 @@ impl HostCore {
                         && a.extension.state().cancelled.is_none()
                     {
                         a.extension.state_mut().cancelled = Some(Cancellation::Shutdown);
-                        answer.effects.push(Effect::Cancel {
-                            context: a.context(),
-                        });
+                        let context = a.context();
+                        self.command(Effect::Cancel { context });
                     }
                 }
                 self.queue.push_back(Queued {
@@ -90,7 +90,7 @@ impl HostCore {
                     kind,
                     cancelled: false,
                 });
-                answer
+                Requested::Enqueued(op)
             }
         }
     }
@@ -115,7 +115,7 @@ impl HostCore {
     }
 
     /// `Begin`: the head of the queue begins, once nothing else runs.
-    pub(super) fn begin(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
+    pub(super) fn begin(&mut self, op: OpId) -> Result<(), ProtocolError> {
         let Some(head) = self.queue.front() else {
             return Err(ProtocolError(format!("{op} is not queued")));
         };
@@ -134,12 +134,13 @@ impl HostCore {
         let Some(queued) = self.queue.pop_front() else {
             return Err(ProtocolError(format!("{op} is not queued")));
         };
-        Ok(match queued.kind {
+        match queued.kind {
             OpKind::Activate(id) => self.begin_activation(op, id, queued.cancelled),
             OpKind::Emit => self.begin_emit(op),
             OpKind::Dispose => self.begin_dispose(op),
             OpKind::Reload(id) => self.begin_reload(op, id, queued.cancelled),
-        })
+        }
+        Ok(())
     }
 
     // ----- queries -----

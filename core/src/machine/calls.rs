@@ -10,7 +10,7 @@
 //!   shutdown go on); nothing but `mod.rs` builds on this one.
 
 use crate::ids::{CallId, ContextId};
-use crate::protocol::{AdmittedCall, Answer, CallRefused, CallVerdict};
+use crate::protocol::{AdmittedCall, CallRefused, CallVerdict};
 use crate::registry::{Binding, Owner};
 
 use super::state::{Dispose, HostCore, InFlight, Phase, Running};
@@ -69,19 +69,19 @@ impl HostCore {
     /// A call admitted by [`HostCore::call_start`] ended
     /// (`deadline_passed`: its own deadline had passed). The reply says
     /// what its caller gets; when the shutdown waited for this call and it
-    /// was its extension's last, the commands go on with the shutdown.
-    pub fn call_finished(&mut self, call: CallId, deadline_passed: bool) -> Answer<CallVerdict> {
+    /// was its extension's last, the shutdown goes on (its next commands
+    /// are in the outbox).
+    pub fn call_finished(&mut self, call: CallId, deadline_passed: bool) -> CallVerdict {
         let Some(finished) = self.calls.remove(&call) else {
             // Abandoned by its extension's cleanup (its caller was answered
             // then), or never admitted: nothing of it is live any more.
-            return Answer::reply(CallVerdict::Discarded);
+            return CallVerdict::Discarded;
         };
         let verdict = if deadline_passed {
             CallVerdict::TimedOut
         } else {
             CallVerdict::Delivered
         };
-        let mut answer = Answer::reply(verdict);
         if let Some(Running::Dispose(Dispose {
             op,
             cleanup,
@@ -93,8 +93,8 @@ impl HostCore {
             && self.calls_of(generation).is_empty()
         {
             let op = *op;
-            answer.effects = self.stop_draining(op, Vec::new());
+            self.stop_draining(op, Vec::new());
         }
-        answer
+        verdict
     }
 }

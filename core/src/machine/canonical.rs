@@ -229,8 +229,14 @@ impl HostCore {
     /// This core with its handles renamed by rank (the k-th smallest of a
     /// kind becomes `k`) and its counters set to the number of handles of
     /// each kind: the one state every renaming of this state maps to. It
-    /// behaves exactly as `self` does, up to that renaming.
+    /// behaves exactly as `self` does, up to that renaming. Meant for
+    /// stored states, whose outbox is drained: what waits there is not
+    /// renamed (a debug assertion checks it is empty).
     pub fn canonical(&self) -> HostCore {
+        debug_assert!(
+            self.outbox_is_empty(),
+            "canonical() of a core with an outbox"
+        );
         let mut set = HandleSet::new();
         self.handles(&mut set);
         let mut core = self.clone();

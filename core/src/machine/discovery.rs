@@ -12,7 +12,6 @@ use crate::dependencies::find_cycle;
 use crate::id::validate_id_segment;
 use crate::lifecycle::{DefinitionMeta, Extension, ExtensionSlot};
 use crate::outcome::DiscoveryError;
-use crate::protocol::{Answer, Effect};
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 
 use super::state::{HostCore, Phase};
@@ -20,15 +19,14 @@ use super::state::{HostCore, Phase};
 impl HostCore {
     /// Discovers a batch of definitions (not queued; H-2): every entry is
     /// checked before any is added, and one bad entry refuses the whole
-    /// batch. The answer publishes when dormant descriptors appeared.
-    pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Answer<Result<(), DiscoveryError>> {
+    /// batch. It publishes when dormant descriptors appeared.
+    pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
         let before = self.registry.len();
         let reply = self.discover_batch(batch);
-        let mut answer = Answer::reply(reply);
         if self.registry.len() != before {
-            answer.effects.push(Effect::Publish);
+            self.publish();
         }
-        answer
+        reply
     }
 
     fn discover_batch(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {

@@ -21,7 +21,7 @@ use super::state::{
 };
 
 impl HostCore {
-    pub(super) fn begin_dispose(&mut self, op: OpId) -> Vec<Effect> {
+    pub(super) fn begin_dispose(&mut self, op: OpId) {
         self.registry.clear();
         self.hooks = VectorSync::new_sync();
         let mut order: Vec<&String> = self.activation_order.iter().rev().collect();
@@ -42,9 +42,9 @@ impl HostCore {
                 let _ = release_unpublished(&mut active.state_data_mut().contribution);
             }
         }
-        let mut effects = vec![Effect::Publish];
+        self.publish();
         match CleanupCursor::new(steps) {
-            None => effects.extend(self.finish_dispose(op, Vec::new())),
+            None => self.finish_dispose(op, Vec::new()),
             Some(cleanup) => {
                 self.running = Some(Running::Dispose(Dispose {
                     op,
@@ -52,19 +52,14 @@ impl HostCore {
                     draining: false,
                     retiring: None,
                 }));
-                effects.extend(self.next_dispose_step(op));
+                self.next_dispose_step(op);
             }
         }
-        effects
     }
 
     /// `CleanupFinished` for a shutdown step, the shutdown taken out of
     /// `running`: the extension is disposed after its last step.
-    pub(super) fn dispose_step_finished(
-        &mut self,
-        mut d: Dispose,
-        result: Result<(), Failure>,
-    ) -> Vec<Effect> {
+    pub(super) fn dispose_step_finished(&mut self, mut d: Dispose, result: Result<(), Failure>) {
         let stop_on_failure = self.mutant(Mutant::StopCleanupAtFirstFailure);
         let done = d.cleanup.current().extension.clone();
         let advance = d.cleanup.advance(result, stop_on_failure);
@@ -88,13 +83,11 @@ impl HostCore {
         self.exts[ext].dispose();
     }
 
-    fn finish_dispose(&mut self, op: OpId, failures: Vec<StepFailure>) -> Vec<Effect> {
+    fn finish_dispose(&mut self, op: OpId, failures: Vec<StepFailure>) {
         self.probe_dispose_failed();
         self.phase = super::state::Phase::Disposed(op);
-        vec![
-            Effect::ForgetAll,
-            self.settle(op, OpOutcome::Disposed { failures }),
-        ]
+        self.command(Effect::ForgetAll);
+        self.settle(op, OpOutcome::Disposed { failures });
     }
 
     /// The calls the running cleanup waits for: those of the generation
@@ -108,20 +101,18 @@ impl HostCore {
 
     /// Ends the wait for an extension's calls: abandon what is left, then
     /// run its first cleanup step.
-    pub(super) fn stop_draining(&mut self, op: OpId, abandoned: Vec<CallId>) -> Vec<Effect> {
+    pub(super) fn stop_draining(&mut self, op: OpId, abandoned: Vec<CallId>) {
         for call in &abandoned {
             self.calls.remove(call);
         }
         let Some(Running::Dispose(d)) = &mut self.running else {
-            return Vec::new();
+            return;
         };
         d.draining = false;
         let step = d.cleanup.current().clone();
-        let mut effects = Vec::new();
         if !abandoned.is_empty() {
-            effects.push(Effect::AbandonCalls { calls: abandoned });
+            self.command(Effect::AbandonCalls { calls: abandoned });
         }
-        effects.push(Effect::RunCleanup { op, step });
-        effects
+        self.command(Effect::RunCleanup { op, step });
     }
 }

@@ -13,10 +13,10 @@ use crate::protocol::{Effect, ProtocolError};
 use super::state::{Emit, HostCore, Running};
 
 impl HostCore {
-    pub(super) fn begin_emit(&mut self, op: OpId) -> Vec<Effect> {
+    pub(super) fn begin_emit(&mut self, op: OpId) {
         if self.hooks.is_empty() {
             let diagnostics = Vec::new();
-            return vec![self.settle(op, OpOutcome::Emitted { diagnostics })];
+            return self.settle(op, OpOutcome::Emitted { diagnostics });
         }
         let emit = Emit {
             op,
@@ -26,7 +26,7 @@ impl HostCore {
         };
         let run = run_hook(&emit);
         self.running = Some(Running::Emit(emit));
-        vec![run]
+        self.command(run);
     }
 
     /// The running emit `op`, or why there is none.
@@ -45,14 +45,14 @@ impl HostCore {
         &mut self,
         op: OpId,
         result: Result<(), Failure>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    ) -> Result<(), ProtocolError> {
         let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let emit = self.running_emit(op)?;
-        Ok(if hook_step(emit, result, stop_on_failure) {
-            vec![run_hook(emit)]
-        } else {
-            vec![self.finish_emit(op)]
-        })
+        match hook_step(emit, result, stop_on_failure).then(|| run_hook(emit)) {
+            Some(next) => self.command(next),
+            None => self.finish_emit(op),
+        }
+        Ok(())
     }
 
     /// `HooksFinished`: the results of every remaining hook of the running
@@ -61,7 +61,7 @@ impl HostCore {
         &mut self,
         op: OpId,
         results: Vec<Result<(), Failure>>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    ) -> Result<(), ProtocolError> {
         let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let count = results.len();
         let emit = self
@@ -78,10 +78,11 @@ impl HostCore {
                 break;
             }
         }
-        Ok(vec![self.finish_emit(op)])
+        self.finish_emit(op);
+        Ok(())
     }
 
-    fn finish_emit(&mut self, op: OpId) -> Effect {
+    fn finish_emit(&mut self, op: OpId) {
         let diagnostics = match &mut self.running {
             Some(Running::Emit(e)) => std::mem::take(&mut e.diagnostics),
             _ => Vec::new(),

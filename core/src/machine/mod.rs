@@ -68,9 +68,17 @@ use state::{Activation, ActivationStep, Running};
 
 impl HostCore {
     /// Applies one input of the running operation (or the `Begin` of the
-    /// next) and returns the commands to perform, in order. An input that
-    /// is not valid now changes nothing and is an error.
-    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+    /// next); what it sets off waits in the outbox
+    /// ([`HostCore::poll_command`], [`HostCore::poll_published`],
+    /// [`HostCore::poll_settled`]). An input that is not valid now changes
+    /// nothing, adds nothing to the outbox, and is an error.
+    pub fn apply(&mut self, input: Input) -> Result<(), ProtocolError> {
+        let mark = self.outbox.mark();
+        self.step(input)
+            .inspect_err(|_| self.outbox.roll_back(mark))
+    }
+
+    fn step(&mut self, input: Input) -> Result<(), ProtocolError> {
         match input {
             Input::Begin(op) => self.begin(op),
             Input::FactoryReturned { context, result } => self.factory_returned(context, result),
@@ -88,7 +96,7 @@ impl HostCore {
         &mut self,
         op: OpId,
         result: Result<(), Failure>,
-    ) -> Result<Vec<Effect>, ProtocolError> {
+    ) -> Result<(), ProtocolError> {
         match self.running.take() {
             Some(Running::Activation(Activation {
                 op: running,
@@ -102,10 +110,12 @@ impl HostCore {
                     step: ActivationStep::Factory,
                     purpose,
                 };
-                Ok(self.rollback_step_finished(a, cause, cleanup, result))
+                self.rollback_step_finished(a, cause, cleanup, result);
+                Ok(())
             }
             Some(Running::Dispose(d)) if d.op == op && !d.draining => {
-                Ok(self.dispose_step_finished(d, result))
+                self.dispose_step_finished(d, result);
+                Ok(())
             }
             other => {
                 self.running = other;
@@ -120,7 +130,7 @@ impl HostCore {
     /// is cancelled, and whatever it returns afterwards counts as timed
     /// out; a cleanup step is recorded as failed with `EXTENSION_TIMEOUT`
     /// and the next step runs; the calls shutdown waits for are abandoned.
-    fn deadline_passed(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
+    fn deadline_passed(&mut self, op: OpId) -> Result<(), ProtocolError> {
         self.check_running(op)?;
         match HostCore::awaiting(self) {
             Some(Awaiting::Factory(context) | Awaiting::Activate(context)) => {
@@ -130,10 +140,11 @@ impl HostCore {
                 let a = a.extension.state_mut();
                 // A shutdown that fired the signal first keeps its cause.
                 if a.cancelled.is_some() {
-                    return Ok(Vec::new());
+                    return Ok(());
                 }
                 a.cancelled = Some(Cancellation::Deadline);
-                Ok(vec![Effect::Cancel { context }])
+                self.command(Effect::Cancel { context });
+                Ok(())
             }
             Some(Awaiting::Cleanup(..)) => self.cleanup_finished(
                 op,
@@ -144,7 +155,8 @@ impl HostCore {
             ),
             Some(Awaiting::Calls(..)) => {
                 let left = self.draining_calls();
-                Ok(self.stop_draining(op, left))
+                self.stop_draining(op, left);
+                Ok(())
             }
             _ => Err(ProtocolError(format!(
                 "{op} awaits no step with a deadline"
@@ -155,7 +167,7 @@ impl HostCore {
     /// `StepLost`: the task performing the awaited step is gone. The step
     /// fails with `EXTENSION_TASK_LOST`, exactly as if it had returned that
     /// error, and the operation goes on with its next step.
-    fn step_lost(&mut self, op: OpId) -> Result<Vec<Effect>, ProtocolError> {
+    fn step_lost(&mut self, op: OpId) -> Result<(), ProtocolError> {
         self.check_running(op)?;
         let lost = || {
             Err(Failure::coded(
@@ -170,7 +182,8 @@ impl HostCore {
             Some(Awaiting::Cleanup(..)) => self.cleanup_finished(op, lost()),
             Some(Awaiting::Calls(..)) => {
                 let left = self.draining_calls();
-                Ok(self.stop_draining(op, left))
+                self.stop_draining(op, left);
+                Ok(())
             }
             _ => Err(ProtocolError(format!("{op} awaits no step"))),
         }

@@ -15,7 +15,7 @@ use crate::lifecycle::{Cancellation, Contribution, DefinitionMeta, ExtensionSlot
 use crate::mutant::Mutant as M;
 use crate::mutant::Mutant;
 use crate::outcome::LiveHook;
-use crate::protocol::{Answer, ContextClosed, Effect, Registered, Registration};
+use crate::protocol::{ContextClosed, Effect, Registered, Registration};
 use crate::registry::{Binding, Owner, ProviderRecord, ToolRegistry, ToolSpec};
 
 use super::state::{Activation, HostCore, Purpose};
@@ -122,47 +122,42 @@ impl HostCore {
     }
 
     /// `DependencyFailureRunsDependent`: after a dependency failed, the next
-    /// link of the chain begins anyway.
-    pub(super) fn probe_run_dependent_anyway(
-        &mut self,
-        op: OpId,
-        then: &[String],
-        forget: &Effect,
-    ) -> Option<Vec<Effect>> {
+    /// link of the chain begins anyway (`true`: it did).
+    pub(super) fn probe_run_dependent_anyway(&mut self, op: OpId, then: &[String]) -> bool {
         if !self.mutant(Mutant::DependencyFailureRunsDependent) {
-            return None;
+            return false;
         }
-        let mut effects = vec![forget.clone()];
-        effects.extend(self.next_link(op, then.to_vec()));
-        Some(effects)
+        self.next_link(op, then.to_vec());
+        true
     }
 
     /// `ReloadBreaksBeforeMake`: the old generation's tools leave the live
     /// registry when the reload begins.
-    pub(super) fn probe_break_before_make(&mut self, id: &str) -> Vec<Effect> {
+    pub(super) fn probe_break_before_make(&mut self, id: &str) {
         if !self.mutant(Mutant::ReloadBreaksBeforeMake) {
-            return Vec::new();
+            return;
         }
         let Some(meta) = self.extension(id).map(|e| e.meta().clone()) else {
-            return Vec::new();
+            return;
         };
         let mut registry = self.registry.clone();
         self.without_old_generation(&meta, &mut registry);
         self.registry = registry;
-        vec![Effect::Publish]
+        self.publish();
     }
 
     /// `ReloadNeverRetiresOld`: the reload settles at its commit, and the
-    /// old generation's cleanup never runs.
-    pub(super) fn probe_never_retire(&mut self, op: OpId, id: &str) -> Option<Vec<Effect>> {
+    /// old generation's cleanup never runs (`true`: it settled).
+    pub(super) fn probe_never_retire(&mut self, op: OpId, id: &str) -> bool {
         if !self.mutant(Mutant::ReloadNeverRetiresOld) {
-            return None;
+            return false;
         }
         let outcome = crate::OpOutcome::Reloaded {
             extension: id.to_owned(),
             cleanup_failures: Vec::new(),
         };
-        Some(vec![self.settle(op, outcome)])
+        self.settle(op, outcome);
+        true
     }
 
     /// `ReloadFailureCleansOld`: a failed reload's rollback also runs the
@@ -199,15 +194,15 @@ impl HostCore {
         meta: &DefinitionMeta,
         tool: ToolRef,
         spec: &ToolSpec,
-    ) -> Vec<Effect> {
+    ) {
         if !self.mutant(Mutant::PublishBeforeValidate) {
-            return Vec::new();
+            return;
         }
         let owner = Owner::Extension(meta.id.clone());
         let _ = self
             .registry
             .insert(&meta.runtime_spec(spec), owner, Binding::Live(tool));
-        vec![Effect::Publish]
+        self.publish();
     }
 
     /// `ProviderPublishedBeforeValidation`: a staged provider goes live at
@@ -216,13 +211,13 @@ impl HostCore {
         &mut self,
         meta: &DefinitionMeta,
         record: &ProviderRecord,
-    ) -> Vec<Effect> {
+    ) {
         if !self.mutant(Mutant::ProviderPublishedBeforeValidation) {
-            return Vec::new();
+            return;
         }
         let owner = Owner::Extension(meta.id.clone());
         let _ = self.registry.insert_provider(record, owner);
-        vec![Effect::Publish]
+        self.publish();
     }
 
     /// `PublishBeforeValidate`: the staged tools are already live; take
@@ -273,7 +268,7 @@ impl HostCore {
         &mut self,
         context: ContextId,
         registration: Registration,
-    ) -> Option<Answer<Result<Registered, ContextClosed>>> {
+    ) -> Option<Result<Registered, ContextClosed>> {
         if !self.mutant(Mutant::NoContextClosedCheck) {
             return None;
         }
@@ -282,7 +277,7 @@ impl HostCore {
             .iter()
             .position(|e| matches!(e, ExtensionSlot::Active(a) if a.state().context == context))
         else {
-            return Some(Answer::reply(Err(ContextClosed)));
+            return Some(Err(ContextClosed));
         };
         let id = self.exts[ext].id().to_owned();
         let handle = match registration {
@@ -308,10 +303,8 @@ impl HostCore {
                 Registered::Provider
             }
         };
-        Some(Answer {
-            reply: Ok(handle),
-            effects: vec![Effect::Publish],
-        })
+        self.publish();
+        Some(Ok(handle))
     }
 
     /// `ForwardShutdown`: shutdown cleans up in activation order.

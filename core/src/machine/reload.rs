@@ -42,21 +42,21 @@ use super::state::{
 impl HostCore {
     /// `Begin` of a reload: a fresh attempt of an active extension; any
     /// other status settles at once and runs nothing.
-    pub(super) fn begin_reload(&mut self, op: OpId, id: String, cancelled: bool) -> Vec<Effect> {
+    pub(super) fn begin_reload(&mut self, op: OpId, id: String, cancelled: bool) {
         let Some(status) = self.extension(&id).map(ExtensionSlot::status) else {
-            return vec![self.settle(op, OpOutcome::NotFound { extension: id })];
+            return self.settle(op, OpOutcome::NotFound { extension: id });
         };
         if cancelled {
-            return vec![self.settle(op, OpOutcome::CancelledBeforeStart { extension: id })];
+            return self.settle(op, OpOutcome::CancelledBeforeStart { extension: id });
         }
         if status != Status::Active {
-            return vec![self.settle(
+            return self.settle(
                 op,
                 OpOutcome::NotActive {
                     extension: id,
                     status,
                 },
-            )];
+            );
         }
         let context = self.counters.context();
         let Some(extension) = self
@@ -64,27 +64,26 @@ impl HostCore {
             .and_then(ExtensionSlot::active)
             .map(|active| active.reload_attempt(context))
         else {
-            return vec![self.settle(
+            return self.settle(
                 op,
                 OpOutcome::NotActive {
                     extension: id,
                     status,
                 },
-            )];
+            );
         };
-        let mut effects = self.probe_break_before_make(&id);
+        self.probe_break_before_make(&id);
         self.running = Some(Running::Activation(Activation {
             op,
             extension,
             step: ActivationStep::Factory,
             purpose: Purpose::Reload,
         }));
-        effects.push(Effect::CallFactory {
+        self.command(Effect::CallFactory {
             op,
             extension: id,
             context,
         });
-        effects
     }
 
     /// The candidate of a reload starts from the live registry without the
@@ -166,7 +165,7 @@ impl HostCore {
         op: OpId,
         extension: Extension<Activating>,
         candidate: ToolRegistry,
-    ) -> Vec<Effect> {
+    ) {
         let id = extension.id().to_owned();
         let slot = self.slot_of(&id);
         let old = match self.exts[slot].swap_active(extension.commit()) {
@@ -176,13 +175,13 @@ impl HostCore {
             // than corrupt state.
             Err(_) => {
                 let status = self.exts[slot].status();
-                return vec![self.settle(
+                return self.settle(
                     op,
                     OpOutcome::NotActive {
                         extension: id,
                         status,
                     },
-                )];
+                );
             }
         };
         self.registry = candidate;
@@ -200,21 +199,22 @@ impl HostCore {
         if hooked(&old) || self.exts[slot].active().is_some_and(|e| hooked(e.state())) {
             self.hooks = self.hooks_in_activation_order();
         }
-        let mut effects = vec![Effect::Publish];
+        self.publish();
         // The old generation's tools and hooks left the registry: its
         // retirement reads only its context and disposers, so the rest is
         // forgotten now (a call already running holds its own handler).
-        effects.extend(release_unpublished(&mut old.contribution));
-        if let Some(skip) = self.probe_never_retire(op, &id) {
-            effects.extend(skip);
-            return effects;
+        if let Some(forget) = release_unpublished(&mut old.contribution) {
+            self.command(forget);
+        }
+        if self.probe_never_retire(op, &id) {
+            return;
         }
         let forward = self.mutant(Mutant::ForwardRetirement);
         let steps: Vec<_> =
             cleanup_plan(&id, old.context, &old.contribution.disposers, true, forward).collect();
         let retiring = Retiring { extension: id, old };
         match CleanupCursor::new(steps) {
-            None => effects.extend(self.finish_retiring(op, retiring, Vec::new())),
+            None => self.finish_retiring(op, retiring, Vec::new()),
             Some(cleanup) => {
                 self.running = Some(Running::Dispose(Dispose {
                     op,
@@ -222,10 +222,9 @@ impl HostCore {
                     draining: false,
                     retiring: Some(retiring),
                 }));
-                effects.extend(self.next_dispose_step(op));
+                self.next_dispose_step(op);
             }
         }
-        effects
     }
 
     /// The live hooks rebuilt from the active extensions in activation

@@ -21,6 +21,7 @@ use crate::lifecycle::{
     Activating, Cancellation, Contribution, DefinitionMeta, Extension, ExtensionSlot,
 };
 use crate::mutant::Mutant;
+use crate::outbox::{Drained, Outbox, Settled};
 use crate::outcome::{
     CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
     StepFailure,
@@ -304,6 +305,10 @@ pub struct HostCore {
     /// INV-14): a dormant call or a provider selection does not start them
     /// until an activation of theirs commits (`policy.rs`).
     pub(super) revoked: BTreeSet<String>,
+    /// What the inputs set off, until the driver polls it
+    /// ([`crate::outbox`]). Empty between the model checker's steps (its
+    /// environment drains it after every step).
+    pub(super) outbox: Outbox,
     #[cfg(feature = "mutants")]
     pub(super) mutant: Option<Mutant>,
     /// Operations begun and not settled under `StartBeforeSettled`.
@@ -331,6 +336,10 @@ impl std::hash::Hash for HostCore {
             counters,
             calls,
             revoked,
+            // Empty in every state the model checker stores (it drains
+            // the outbox after each step, and asserts so), and not part
+            // of what the host is, only of what it has yet to say.
+            outbox: _,
             #[cfg(feature = "mutants")]
             mutant,
             #[cfg(feature = "mutants")]
@@ -390,11 +399,53 @@ impl HostCore {
     }
 
     /// The operation settles: nothing runs any more (or, under
-    /// `StartBeforeSettled`, the one it suspended runs again).
-    pub(super) fn settle(&mut self, op: OpId, outcome: OpOutcome) -> Effect {
+    /// `StartBeforeSettled`, the one it suspended runs again), and its
+    /// outcome goes to the outbox for its caller.
+    pub(super) fn settle(&mut self, op: OpId, outcome: OpOutcome) {
         self.running = None;
         self.probe_resume_suspended();
-        Effect::Settle { op, outcome }
+        self.outbox.settle(op, outcome);
+    }
+
+    /// Queues a command for the driver.
+    pub(super) fn command(&mut self, effect: Effect) {
+        self.outbox.command(effect);
+    }
+
+    /// The live registry or hooks changed: the driver publishes a new
+    /// snapshot.
+    pub(super) fn publish(&mut self) {
+        self.outbox.publish();
+    }
+}
+
+/// Polling the outbox ([`crate::outbox`]): how a driver learns what the
+/// inputs set off.
+impl HostCore {
+    /// The next command to perform, in order.
+    pub fn poll_command(&mut self) -> Option<Effect> {
+        self.outbox.poll_command()
+    }
+
+    /// Whether a new snapshot must be published (the flag is cleared).
+    pub fn poll_published(&mut self) -> bool {
+        self.outbox.poll_published()
+    }
+
+    /// The next settled operation, for its caller, in order.
+    pub fn poll_settled(&mut self) -> Option<Settled> {
+        self.outbox.poll_settled()
+    }
+
+    /// Everything waiting in the outbox, at once: the commands in order,
+    /// the publication flag, the settled operations in order.
+    pub fn drain_outbox(&mut self) -> Drained {
+        self.outbox.drain()
+    }
+
+    /// True when nothing waits in the outbox.
+    pub fn outbox_is_empty(&self) -> bool {
+        self.outbox.is_empty()
     }
 }
 
@@ -435,10 +486,10 @@ pub(super) fn without_dormant_descriptors(
 impl HostCore {
     /// The next step of the running shutdown: before the first cleanup step
     /// of an extension, its calls in flight are cancelled and awaited.
-    pub(super) fn next_dispose_step(&mut self, op: OpId) -> Vec<Effect> {
+    pub(super) fn next_dispose_step(&mut self, op: OpId) {
         let ignore_calls = self.mutant(Mutant::CleanupIgnoresCalls);
         let Some(Running::Dispose(d)) = &self.running else {
-            return Vec::new();
+            return;
         };
         let step = d.cleanup.current().clone();
         let calls = if d.cleanup.first_of_extension() && !ignore_calls {
@@ -447,12 +498,12 @@ impl HostCore {
             Vec::new()
         };
         if calls.is_empty() {
-            return vec![Effect::RunCleanup { op, step }];
+            return self.command(Effect::RunCleanup { op, step });
         }
         if let Some(Running::Dispose(d)) = &mut self.running {
             d.draining = true;
         }
-        vec![Effect::CancelCalls { calls }]
+        self.command(Effect::CancelCalls { calls });
     }
 
     /// The old generation's last cleanup step ran: the driver forgets what
@@ -462,22 +513,20 @@ impl HostCore {
         op: OpId,
         retiring: Retiring,
         cleanup_failures: Vec<StepFailure>,
-    ) -> Vec<Effect> {
+    ) {
         let Retiring { extension, old } = retiring;
-        vec![
-            Effect::Forget {
-                contexts: vec![old.context],
-                tools: Vec::new(),
-                hooks: Vec::new(),
-                disposers: old.contribution.disposers,
+        self.command(Effect::Forget {
+            contexts: vec![old.context],
+            tools: Vec::new(),
+            hooks: Vec::new(),
+            disposers: old.contribution.disposers,
+        });
+        self.settle(
+            op,
+            OpOutcome::Reloaded {
+                extension,
+                cleanup_failures,
             },
-            self.settle(
-                op,
-                OpOutcome::Reloaded {
-                    extension,
-                    cleanup_failures,
-                },
-            ),
-        ]
+        );
     }
 }

@@ -185,8 +185,10 @@ impl HostCore {
     /// Exchanging twice gives the state back. Returns false, changing
     /// nothing, when the two are not interchangeable (unknown, the same,
     /// of another shape, or named as a dependency): their exchange would
-    /// not be a state the host behaves the same on.
+    /// not be a state the host behaves the same on. Meant for stored states,
+    /// whose outbox is drained (a debug assertion checks it is empty).
     pub fn exchange_extensions(&mut self, x: &str, y: &str) -> bool {
+        debug_assert!(self.outbox_is_empty(), "exchange of a core with an outbox");
         if !self.interchangeable(x, y) {
             return false;
         }

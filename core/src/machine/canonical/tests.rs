@@ -4,8 +4,8 @@
 use super::super::state::Running;
 use crate::canonical::HandleSet;
 use crate::{
-    ContextId, DefinitionMeta, Effect, Failure, HostCore, Input, OpId, OpKind, Registered,
-    Registration, Requested, ToolSpec,
+    ContextId, DefinitionMeta, Failure, HostCore, Input, OpId, OpKind, Registered, Registration,
+    Requested, ToolSpec,
 };
 
 fn spec(name: &str) -> ToolSpec {
@@ -16,11 +16,9 @@ fn spec(name: &str) -> ToolSpec {
 fn run(register: bool) -> (HostCore, crate::ToolRef) {
     let (mut core, _) = HostCore::new(&[spec("base")]).expect("valid");
     let meta = DefinitionMeta::plain;
-    core.discover(vec![meta("a"), meta("b")])
-        .reply
-        .expect("discover");
+    core.discover(vec![meta("a"), meta("b")]).expect("discover");
     for id in ["a", "b"] {
-        let queued = core.request(OpKind::Activate(id.into())).reply;
+        let queued = core.request(OpKind::Activate(id.into()));
         assert!(matches!(queued, Requested::Enqueued(_)), "{queued:?}");
     }
     core.apply(Input::Begin(OpId(1))).expect("begin");
@@ -31,7 +29,6 @@ fn run(register: bool) -> (HostCore, crate::ToolRef) {
     .expect("factory");
     if register {
         core.register(ContextId(1), Registration::Tool(spec("t")))
-            .reply
             .expect("register");
     }
     core.apply(Input::ActivateReturned {
@@ -51,22 +48,22 @@ fn run(register: bool) -> (HostCore, crate::ToolRef) {
         result: Ok(()),
     })
     .expect("factory");
-    let tool = match core
-        .register(ContextId(2), Registration::Tool(spec("u")))
-        .reply
-    {
+    let tool = match core.register(ContextId(2), Registration::Tool(spec("u"))) {
         Ok(Registered::Tool(t)) => t,
         other => panic!("{other:?}"),
     };
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: ContextId(2),
-            result: Ok(()),
-        })
-        .expect("activate");
+    core.apply(Input::ActivateReturned {
+        context: ContextId(2),
+        result: Ok(()),
+    })
+    .expect("activate");
+    let out = core.drain_outbox();
     assert!(
-        effects.iter().any(|e| matches!(e, Effect::Settle { .. })),
-        "{effects:?}"
+        matches!(
+            out.settled.last().map(|s| &s.outcome),
+            Some(crate::OpOutcome::Activated { .. })
+        ),
+        "{out:?}"
     );
     (core, tool)
 }
@@ -90,9 +87,10 @@ fn every_handle_of_a_reload_and_its_calls_is_renamed() {
     // generation); a reload of `b` runs its fresh generation's factory.
     let (mut core, _) = run(true);
     core.call_start("u").expect("admitted");
-    let queued = core.request(OpKind::Reload("b".into())).reply;
+    let queued = core.request(OpKind::Reload("b".into()));
     assert_eq!(queued, Requested::Enqueued(OpId(3)));
     core.apply(Input::Begin(OpId(3))).expect("begin");
+    let _ = core.drain_outbox();
     let mut set = HandleSet::new();
     core.handles(&mut set);
     let c = core.canonical();
@@ -112,7 +110,7 @@ fn every_handle_of_a_reload_and_its_calls_is_renamed() {
 fn retiring() -> (HostCore, crate::CallId) {
     let (mut core, _) = run(true);
     let call = core.call_start("u").expect("admitted").call;
-    let queued = core.request(OpKind::Reload("b".into())).reply;
+    let queued = core.request(OpKind::Reload("b".into()));
     assert_eq!(queued, Requested::Enqueued(OpId(3)));
     core.apply(Input::Begin(OpId(3))).expect("begin");
     core.apply(Input::FactoryReturned {
@@ -121,13 +119,13 @@ fn retiring() -> (HostCore, crate::CallId) {
     })
     .expect("factory");
     core.register(ContextId(3), Registration::Tool(spec("u")))
-        .reply
         .expect("register");
     core.apply(Input::ActivateReturned {
         context: ContextId(3),
         result: Ok(()),
     })
     .expect("activate");
+    let _ = core.drain_outbox();
     (core, call)
 }
 
@@ -154,8 +152,10 @@ fn a_retiring_generation_and_its_calls_are_renamed_and_stepping_commutes() {
     // canonical state gives the canonical form of stepping the original.
     let renamed_call = *c.calls.keys().next().expect("one call");
     let (mut a, mut b) = (core.clone(), c.clone());
-    let verdict = a.call_finished(call, false).reply;
-    assert_eq!(b.call_finished(renamed_call, false).reply, verdict);
+    let verdict = a.call_finished(call, false);
+    assert_eq!(b.call_finished(renamed_call, false), verdict);
+    let (said_a, said_b) = (a.drain_outbox(), b.drain_outbox());
+    assert_eq!(said_a.commands.len(), said_b.commands.len());
     assert_eq!(a.canonical(), b.canonical());
     // And the next handles each gives out are fresh in both.
     let mut seen = HandleSet::new();

@@ -10,24 +10,26 @@ fn provider(id: &str, models: &[&str]) -> ProviderRecord {
 
 fn core_with(metas: Vec<DefinitionMeta>) -> HostCore {
     let (mut core, _) = HostCore::new(&[]).unwrap();
-    assert_eq!(core.discover(metas).reply, Ok(()));
+    assert_eq!(core.discover(metas), Ok(()));
     core
 }
 
 /// Runs one operation with `registrations` made during `activate`, which
 /// returns `ok`; every cleanup step succeeds. Returns the outcome.
 fn run(core: &mut HostCore, kind: OpKind, registrations: Vec<Registration>, ok: bool) -> OpOutcome {
-    let op = match core.request(kind).reply {
+    let op = match core.request(kind) {
         Requested::Enqueued(op) => op,
         other => panic!("{other:?}"),
     };
-    let mut effects = core.apply(Input::Begin(op)).unwrap();
+    core.apply(Input::Begin(op)).unwrap();
     let mut registrations = Some(registrations);
     loop {
-        let Some(effect) = effects.first().cloned() else {
+        if let Some(settled) = core.poll_settled() {
+            return settled.outcome;
+        }
+        let Some(effect) = core.poll_command() else {
             panic!("the operation stalled");
         };
-        effects.remove(0);
         let next = match effect {
             Effect::CallFactory { context, .. } => Input::FactoryReturned {
                 context,
@@ -36,7 +38,7 @@ fn run(core: &mut HostCore, kind: OpKind, registrations: Vec<Registration>, ok: 
             Effect::RunActivate { context, .. } => {
                 for r in registrations.take().into_iter().flatten() {
                     let answer = core.register(context, r);
-                    assert!(answer.reply.is_ok());
+                    assert!(answer.is_ok());
                 }
                 Input::ActivateReturned {
                     context,
@@ -48,11 +50,9 @@ fn run(core: &mut HostCore, kind: OpKind, registrations: Vec<Registration>, ok: 
                 }
             }
             Effect::RunCleanup { op, .. } => Input::CleanupFinished { op, result: Ok(()) },
-            Effect::Settle { outcome, .. } => return outcome,
             _ => continue,
         };
-        let more = core.apply(next).unwrap();
-        effects.splice(0..0, more);
+        core.apply(next).unwrap();
     }
 }
 
