@@ -1,5 +1,5 @@
-//! The pure core driven directly, with no runtime: the effects it returns
-//! for each path of H-1 to H-11.
+//! The pure core driven directly, with no runtime: what it sets off (its
+//! outbox, drained after each input) for each path of H-1 to H-11.
 
 use exthost::core::*;
 
@@ -7,21 +7,58 @@ fn spec(name: &str) -> ToolSpec {
     ToolSpec::new(name, format!("{name} tool"), "digest")
 }
 
+/// One thing an input set off, in the order a driver drains the core's
+/// outbox: its commands in order, then the publication, then the settled
+/// operations.
+#[derive(Debug, Clone, PartialEq)]
+enum Said {
+    /// A command.
+    Do(Effect),
+    /// Publish a new snapshot.
+    Publish,
+    /// An operation settled.
+    Settle { op: OpId, outcome: OpOutcome },
+}
+
+trait Step {
+    /// Applies an input the core must accept and drains what it set off.
+    fn step(&mut self, input: Input) -> Vec<Said>;
+    /// Drains what the inputs so far set off.
+    fn said(&mut self) -> Vec<Said>;
+}
+
+impl Step for HostCore {
+    fn step(&mut self, input: Input) -> Vec<Said> {
+        self.apply(input).unwrap();
+        self.said()
+    }
+
+    fn said(&mut self) -> Vec<Said> {
+        let out = self.drain_outbox();
+        out.commands
+            .into_iter()
+            .map(Said::Do)
+            .chain(out.published.then_some(Said::Publish))
+            .chain(
+                out.settled
+                    .into_iter()
+                    .map(|Settled { op, outcome }| Said::Settle { op, outcome }),
+            )
+            .collect()
+    }
+}
+
 fn core_with(ids: &[&str]) -> HostCore {
     let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
     let batch = ids.iter().map(|id| DefinitionMeta::plain(*id)).collect();
-    let answer = core.discover(batch);
-    assert_eq!(answer.reply, Ok(()));
-    assert_eq!(answer.effects, vec![]);
+    assert_eq!(core.discover(batch), Ok(()));
+    assert_eq!(core.said(), vec![]);
     core
 }
 
 fn request(core: &mut HostCore, kind: OpKind) -> OpId {
     match core.request(kind) {
-        Answer {
-            reply: Requested::Enqueued(op),
-            ..
-        } => op,
+        Requested::Enqueued(op) => op,
         other => panic!("{other:?}"),
     }
 }
@@ -29,11 +66,11 @@ fn request(core: &mut HostCore, kind: OpKind) -> OpId {
 /// Requests and begins an activation; returns its op and context.
 fn start_activation(core: &mut HostCore, id: &str) -> (OpId, ContextId) {
     let op = request(core, OpKind::Activate(id.into()));
-    match core.apply(Input::Begin(op)).unwrap().as_slice() {
+    match core.step(Input::Begin(op)).as_slice() {
         [
-            Effect::CallFactory {
+            Said::Do(Effect::CallFactory {
                 context, extension, ..
-            },
+            }),
         ] => {
             assert_eq!(extension, id);
             (op, *context)
@@ -43,45 +80,40 @@ fn start_activation(core: &mut HostCore, id: &str) -> (OpId, ContextId) {
 }
 
 fn register(core: &mut HostCore, context: ContextId, registration: Registration) -> Registered {
-    match core.register(context, registration) {
-        Answer {
-            reply: Ok(handle),
-            effects,
-        } if effects.is_empty() => handle,
-        other => panic!("{other:?}"),
-    }
+    let handle = core.register(context, registration).unwrap();
+    assert_eq!(core.said(), vec![]);
+    handle
 }
 
 fn open(core: &mut HostCore, context: ContextId) {
-    let effects = core
-        .apply(Input::FactoryReturned {
-            context,
-            result: Ok(()),
-        })
-        .unwrap();
-    assert!(matches!(effects.as_slice(), [Effect::RunActivate { .. }]));
+    let effects = core.step(Input::FactoryReturned {
+        context,
+        result: Ok(()),
+    });
+    assert!(matches!(
+        effects.as_slice(),
+        [Said::Do(Effect::RunActivate { .. })]
+    ));
 }
 
 /// `activate` returns Ok but the commit fails validation: with no
 /// disposers, the instance's dispose is the only rollback step. Runs it and
 /// returns the settled failure.
 fn commit_fails(core: &mut HostCore, op: OpId, cx: ContextId) -> ActivationFailure {
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     // The staged tools were never published: they are forgotten before the
     // rollback's first step, while the context stays until it settles.
     let [
-        Effect::Forget {
+        Said::Do(Effect::Forget {
             contexts,
             tools,
             hooks,
             disposers,
-        },
-        Effect::RunCleanup { step, .. },
+        }),
+        Said::Do(Effect::RunCleanup { step, .. }),
     ] = effects.as_slice()
     else {
         panic!("{effects:?}")
@@ -89,13 +121,11 @@ fn commit_fails(core: &mut HostCore, op: OpId, cx: ContextId) -> ActivationFailu
     assert!(!tools.is_empty(), "{effects:?}");
     assert!(contexts.is_empty() && hooks.is_empty() && disposers.is_empty());
     assert_eq!(step.kind, CleanupKind::Instance);
-    let effects = core
-        .apply(Input::CleanupFinished { op, result: Ok(()) })
-        .unwrap();
+    let effects = core.step(Input::CleanupFinished { op, result: Ok(()) });
     match effects.as_slice() {
         [
             _,
-            Effect::Settle {
+            Said::Settle {
                 outcome: OpOutcome::ActivationFailed(f),
                 ..
             },
@@ -111,15 +141,13 @@ fn activate_with(core: &mut HostCore, id: &str, registrations: &[Registration]) 
     for registration in registrations {
         register(core, cx, registration.clone());
     }
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     assert!(matches!(
         effects.last(),
-        Some(Effect::Settle {
+        Some(Said::Settle {
             outcome: OpOutcome::Activated { .. },
             ..
         })
@@ -131,17 +159,11 @@ fn discovery_is_all_or_nothing_and_calls_no_factory() {
     let mut core = core_with(&["a"]);
     let before = core.clone();
     let answer = core.discover(vec![DefinitionMeta::plain("b"), DefinitionMeta::plain("a")]);
-    assert_eq!(
-        answer,
-        Answer::reply(Err(DiscoveryError::Duplicate { id: "a".into() }))
-    );
+    assert_eq!(answer, Err(DiscoveryError::Duplicate { id: "a".into() }));
     assert_eq!(core, before, "a refused batch changes nothing");
     let answer = core.discover(vec![DefinitionMeta::plain("bad id")]);
-    assert!(matches!(
-        answer.reply,
-        Err(DiscoveryError::InvalidId { .. })
-    ));
-    assert!(answer.effects.is_empty());
+    assert!(matches!(answer, Err(DiscoveryError::InvalidId { .. })));
+    assert!(core.said().is_empty());
     assert_eq!(core, before);
 }
 
@@ -164,17 +186,15 @@ fn a_successful_activation_commits_everything_in_one_step() {
         "staged tools are private"
     );
     assert!(core.live_hooks().is_empty());
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     assert_eq!(
         effects,
         vec![
-            Effect::Publish,
-            Effect::Settle {
+            Said::Publish,
+            Said::Settle {
                 op,
                 outcome: OpOutcome::Activated {
                     extension: "a".into()
@@ -210,34 +230,30 @@ fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
     let Registered::Hook(h) = register(&mut core, cx, Registration::Hook) else {
         panic!()
     };
-    let mut effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Err(Failure::error("boom")),
-        })
-        .unwrap();
+    let mut effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Err(Failure::error("boom")),
+    });
     // What the rollback never reads (the staged tool and hook) is forgotten
     // first; the disposers and the context stay until they ran.
     assert_eq!(
         effects[0],
-        Effect::Forget {
+        Said::Do(Effect::Forget {
             contexts: vec![],
             tools: vec![t],
             hooks: vec![h],
             disposers: vec![],
-        }
+        })
     );
     effects.remove(0);
     let mut ran = Vec::new();
     let mut results = vec![Ok(()), Err(Failure::error("d1 failed")), Ok(()), Ok(())].into_iter();
-    while let [Effect::RunCleanup { step, .. }] = effects.as_slice() {
+    while let [Said::Do(Effect::RunCleanup { step, .. })] = effects.as_slice() {
         ran.push(step.kind);
-        effects = core
-            .apply(Input::CleanupFinished {
-                op,
-                result: results.next().unwrap(),
-            })
-            .unwrap();
+        effects = core.step(Input::CleanupFinished {
+            op,
+            result: results.next().unwrap(),
+        });
     }
     let disposer = |i: usize| CleanupKind::Disposer {
         index: i,
@@ -248,13 +264,13 @@ fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
         vec![disposer(2), disposer(1), disposer(0), CleanupKind::Instance]
     );
     let [
-        Effect::Forget {
+        Said::Do(Effect::Forget {
             contexts,
             tools,
             hooks,
             disposers,
-        },
-        Effect::Settle { outcome, .. },
+        }),
+        Said::Settle { outcome, .. },
     ] = effects.as_slice()
     else {
         panic!("{effects:?}")
@@ -283,15 +299,13 @@ fn a_failed_activation_rolls_back_in_reverse_then_the_instance() {
 fn a_factory_failure_settles_without_cleanup() {
     let mut core = core_with(&["a"]);
     let (op, cx) = start_activation(&mut core, "a");
-    let effects = core
-        .apply(Input::FactoryReturned {
-            context: cx,
-            result: Err(Failure::panic("factory")),
-        })
-        .unwrap();
+    let effects = core.step(Input::FactoryReturned {
+        context: cx,
+        result: Err(Failure::panic("factory")),
+    });
     assert!(matches!(
         effects.as_slice(),
-        [Effect::Forget { .. }, Effect::Settle { op: o, outcome: OpOutcome::ActivationFailed(f) }]
+        [Said::Do(Effect::Forget { .. }), Said::Settle { op: o, outcome: OpOutcome::ActivationFailed(f) }]
             if *o == op && f.cause == FailureCause::Factory(Failure::panic("factory")) && f.cleanup_failures.is_empty()
     ));
 }
@@ -303,14 +317,13 @@ fn registrations_outside_the_open_context_are_refused_and_change_nothing() {
     // Before the context opens (factory still running).
     let before = core.clone();
     let answer = core.register(cx, Registration::Hook);
-    assert_eq!(answer, Answer::reply(Err(ContextClosed)));
+    assert_eq!(answer, Err(ContextClosed));
     assert_eq!(core, before);
     open(&mut core, cx);
-    core.apply(Input::ActivateReturned {
+    core.step(Input::ActivateReturned {
         context: cx,
         result: Ok(()),
-    })
-    .unwrap();
+    });
     let before = core.clone();
     for registration in [
         Registration::Tool(spec("late")),
@@ -318,7 +331,7 @@ fn registrations_outside_the_open_context_are_refused_and_change_nothing() {
         Registration::Disposer,
     ] {
         let answer = core.register(cx, registration);
-        assert_eq!(answer, Answer::reply(Err(ContextClosed)));
+        assert_eq!(answer, Err(ContextClosed));
     }
     assert_eq!(core, before);
 }
@@ -344,7 +357,7 @@ fn operations_begin_only_in_order_and_one_at_a_time() {
     assert!(core.apply(Input::Begin(second)).is_err(), "not the head");
     assert_eq!(core, before);
     assert_eq!(core.awaiting(), Some(Awaiting::Begin(first)));
-    core.apply(Input::Begin(first)).unwrap();
+    core.step(Input::Begin(first));
     assert!(core.apply(Input::Begin(second)).is_err(), "one at a time");
     assert!(core.withdraw(first).is_err(), "begun ops are not withdrawn");
     // A withdrawn op leaves the queue.
@@ -359,9 +372,9 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
         activate_with(&mut core, id, &[Registration::Hook, Registration::Hook]);
     }
     let op = request(&mut core, OpKind::Emit);
-    let mut effects = core.apply(Input::Begin(op)).unwrap();
+    let mut effects = core.step(Input::Begin(op));
     let mut order = Vec::new();
-    while let [Effect::RunHook { hooks, next, .. }] = effects.as_slice() {
+    while let [Said::Do(Effect::RunHook { hooks, next, .. })] = effects.as_slice() {
         let hook = &hooks[*next];
         order.push((hook.extension.clone(), hook.index));
         let result = if order.len() == 2 {
@@ -369,7 +382,7 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
         } else {
             Ok(())
         };
-        effects = core.apply(Input::HookFinished { op, result }).unwrap();
+        effects = core.step(Input::HookFinished { op, result });
     }
     assert_eq!(
         order,
@@ -377,7 +390,7 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
     );
     assert_eq!(
         effects,
-        vec![Effect::Settle {
+        vec![Said::Settle {
             op,
             outcome: OpOutcome::Emitted {
                 diagnostics: vec![HookDiagnostic {
@@ -397,51 +410,50 @@ fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
     open(&mut core, cx);
     let queued = request(&mut core, OpKind::Activate("b".into()));
     let answer = core.request(OpKind::Dispose);
-    let Requested::Enqueued(dispose) = answer.reply else {
+    let Requested::Enqueued(dispose) = answer else {
         panic!("{answer:?}")
     };
-    assert_eq!(answer.effects, vec![Effect::Cancel { context: cx }]);
+    assert_eq!(core.said(), vec![Said::Do(Effect::Cancel { context: cx })]);
     assert_eq!(
         core.request(OpKind::Emit),
-        Answer::reply(Requested::Rejected(Rejection::HostDisposed))
+        Requested::Rejected(Rejection::HostDisposed)
     );
     assert_eq!(
         core.request(OpKind::Dispose),
-        Answer::reply(Requested::JoinDispose(dispose))
+        Requested::JoinDispose(dispose)
     );
     // The activation returns Ok, but it was cancelled: rollback.
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
-    assert!(matches!(effects.as_slice(), [Effect::RunCleanup { .. }]));
-    let effects = core
-        .apply(Input::CleanupFinished {
-            op: act,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     assert!(matches!(
         effects.as_slice(),
-        [_, Effect::Settle { outcome: OpOutcome::ActivationFailed(f), .. }] if f.cause == FailureCause::Cancelled
+        [Said::Do(Effect::RunCleanup { .. })]
     ));
-    let effects = core.apply(Input::Begin(queued)).unwrap();
+    let effects = core.step(Input::CleanupFinished {
+        op: act,
+        result: Ok(()),
+    });
     assert!(matches!(
         effects.as_slice(),
-        [Effect::Settle {
+        [_, Said::Settle { outcome: OpOutcome::ActivationFailed(f), .. }] if f.cause == FailureCause::Cancelled
+    ));
+    let effects = core.step(Input::Begin(queued));
+    assert!(matches!(
+        effects.as_slice(),
+        [Said::Settle {
             outcome: OpOutcome::CancelledBeforeStart { .. },
             ..
         }]
     ));
-    let effects = core.apply(Input::Begin(dispose)).unwrap();
+    let effects = core.step(Input::Begin(dispose));
     assert_eq!(
         effects,
         vec![
-            Effect::Publish,
-            Effect::ForgetAll,
-            Effect::Settle {
+            Said::Do(Effect::ForgetAll),
+            Said::Publish,
+            Said::Settle {
                 op: dispose,
                 outcome: OpOutcome::Disposed { failures: vec![] }
             }
@@ -462,15 +474,15 @@ fn shutdown_cleans_up_in_reverse_activation_and_registration_order() {
         );
     }
     let op = request(&mut core, OpKind::Dispose);
-    let mut effects = core.apply(Input::Begin(op)).unwrap();
-    assert_eq!(effects[0], Effect::Publish);
+    let mut effects = core.step(Input::Begin(op));
+    assert_eq!(effects.last(), Some(&Said::Publish));
     assert!(
         core.registry().is_empty(),
         "nothing is callable during teardown"
     );
-    effects.remove(0);
+    effects.pop();
     let mut steps = Vec::new();
-    while let [Effect::RunCleanup { step, .. }] = effects.as_slice() {
+    while let [Said::Do(Effect::RunCleanup { step, .. })] = effects.as_slice() {
         steps.push(match step.kind {
             CleanupKind::Disposer { index, .. } => format!("{}:d{index}", step.extension),
             CleanupKind::Instance => format!("{}:dispose", step.extension),
@@ -480,15 +492,15 @@ fn shutdown_cleans_up_in_reverse_activation_and_registration_order() {
         } else {
             Ok(())
         };
-        effects = core.apply(Input::CleanupFinished { op, result }).unwrap();
+        effects = core.step(Input::CleanupFinished { op, result });
     }
     assert_eq!(
         steps,
         ["b:d1", "b:d0", "b:dispose", "a:d1", "a:d0", "a:dispose"]
     );
     let [
-        Effect::ForgetAll,
-        Effect::Settle {
+        Said::Do(Effect::ForgetAll),
+        Said::Settle {
             outcome: OpOutcome::Disposed { failures },
             ..
         },
@@ -516,12 +528,10 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
         dependencies: Vec::new(),
         policy: Default::default(),
     };
+    assert_eq!(core.discover(vec![meta]), Ok(()));
     assert_eq!(
-        core.discover(vec![meta]),
-        Answer {
-            reply: Ok(()),
-            effects: vec![Effect::Publish]
-        },
+        core.said(),
+        vec![Said::Publish],
         "dormant descriptors are published at discovery"
     );
     let dormant = core.registry().get("ext:search").unwrap();
@@ -549,11 +559,10 @@ fn declared_tools_are_dormant_until_a_matching_activation_replaces_them() {
     let Registered::Tool(t) = register(&mut core, cx, Registration::Tool(spec("search"))) else {
         panic!()
     };
-    core.apply(Input::ActivateReturned {
+    core.step(Input::ActivateReturned {
         context: cx,
         result: Ok(()),
-    })
-    .unwrap();
+    });
     let live = core.registry().get("ext:search").unwrap();
     assert_eq!(live.binding, Binding::Live(t));
     assert_eq!(live.api_name, "ext_search");
@@ -621,10 +630,10 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
         policy: Default::default(),
     }]);
     assert!(matches!(
-        answer.reply,
+        answer,
         Err(DiscoveryError::InvalidDeclaration { .. })
     ));
-    assert!(answer.effects.is_empty());
+    assert!(core.said().is_empty());
     assert_eq!(core, before, "the refused batch changed nothing");
 }
 
@@ -632,8 +641,8 @@ fn plain_extensions_cannot_take_namespaced_names_and_declarations_must_be_free()
 /// outcome. The reference below says what the registry must then hold.
 fn reload_with(core: &mut HostCore, id: &str, tools: &[&str]) -> Vec<ToolRef> {
     let op = request(core, OpKind::Reload(id.into()));
-    let cx = match core.apply(Input::Begin(op)).unwrap().as_slice() {
-        [Effect::CallFactory { context, .. }] => *context,
+    let cx = match core.step(Input::Begin(op)).as_slice() {
+        [Said::Do(Effect::CallFactory { context, .. })] => *context,
         other => panic!("{other:?}"),
     };
     open(core, cx);
@@ -644,21 +653,20 @@ fn reload_with(core: &mut HostCore, id: &str, tools: &[&str]) -> Vec<ToolRef> {
             other => panic!("{other:?}"),
         })
         .collect();
-    let mut effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
-    while let Some(Effect::RunCleanup { .. }) = effects.last() {
-        effects = core
-            .apply(Input::CleanupFinished { op, result: Ok(()) })
-            .unwrap();
+    let mut effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
+    while effects
+        .iter()
+        .any(|e| matches!(e, Said::Do(Effect::RunCleanup { .. })))
+    {
+        effects = core.step(Input::CleanupFinished { op, result: Ok(()) });
     }
     assert!(
         matches!(
             effects.last(),
-            Some(Effect::Settle {
+            Some(Said::Settle {
                 outcome: OpOutcome::Reloaded { .. },
                 ..
             })
@@ -752,7 +760,7 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     eager.policy.deadlines.activation = DeadlineOverride::Set(Duration::from_millis(5));
     eager.policy.deadlines.call = DeadlineOverride::Off;
     let plain = DefinitionMeta::plain("plain");
-    assert_eq!(core.discover(vec![on_save, eager, plain]).reply, Ok(()));
+    assert_eq!(core.discover(vec![on_save, eager, plain]), Ok(()));
     assert_eq!(core.triggered_by("save"), vec!["on_save".to_owned()]);
     assert_eq!(core.triggered_by("close"), Vec::<String>::new());
     assert_eq!(core.eager(), vec!["eager".to_owned()]);
@@ -778,14 +786,12 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     // Once the extension left `discovered`, nothing triggers it again.
     let (op, cx) = start_activation(&mut core, "eager");
     open(&mut core, cx);
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     assert!(
-        matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op),
+        matches!(effects.last(), Some(Said::Settle { op: o, .. }) if *o == op),
         "{effects:?}"
     );
     assert_eq!(core.eager(), Vec::<String>::new());
@@ -802,7 +808,8 @@ fn a_mismatch_revokes_the_grant_until_an_activation_commits() {
         declared_tools: Some(vec![spec("x")]),
         ..DefinitionMeta::plain("m")
     };
-    assert_eq!(core.discover(vec![meta]).reply, Ok(()));
+    assert_eq!(core.discover(vec![meta]), Ok(()));
+    assert_eq!(core.said(), vec![Said::Publish]);
     let start = DormantCall::Start {
         extension: "m".into(),
     };
@@ -811,13 +818,11 @@ fn a_mismatch_revokes_the_grant_until_an_activation_commits() {
 
     // A transient failure: the factory fails. The grant holds.
     let (op, cx) = start_activation(&mut core, "m");
-    let effects = core
-        .apply(Input::FactoryReturned {
-            context: cx,
-            result: Err(Failure::error("transient")),
-        })
-        .unwrap();
-    assert!(matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op));
+    let effects = core.step(Input::FactoryReturned {
+        context: cx,
+        result: Err(Failure::error("transient")),
+    });
+    assert!(matches!(effects.last(), Some(Said::Settle { op: o, .. }) if *o == op));
     assert!(!core.is_revoked("m"));
     assert_eq!(core.admit_dormant_call("m:x"), start);
 
@@ -835,27 +840,23 @@ fn a_mismatch_revokes_the_grant_until_an_activation_commits() {
 
     // Another transient failure restores nothing.
     let (op, cx) = start_activation(&mut core, "m");
-    let effects = core
-        .apply(Input::FactoryReturned {
-            context: cx,
-            result: Err(Failure::error("transient")),
-        })
-        .unwrap();
-    assert!(matches!(effects.last(), Some(Effect::Settle { op: o, .. }) if *o == op));
+    let effects = core.step(Input::FactoryReturned {
+        context: cx,
+        result: Err(Failure::error("transient")),
+    });
+    assert!(matches!(effects.last(), Some(Said::Settle { op: o, .. }) if *o == op));
     assert_eq!(core.admit_dormant_call("m:x"), revoked);
 
     // An activation that commits restores the grant.
     let (op, cx) = start_activation(&mut core, "m");
     open(&mut core, cx);
     register(&mut core, cx, Registration::Tool(spec("x")));
-    let effects = core
-        .apply(Input::ActivateReturned {
-            context: cx,
-            result: Ok(()),
-        })
-        .unwrap();
+    let effects = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
     assert!(
-        matches!(effects.last(), Some(Effect::Settle { op: o, outcome: OpOutcome::Activated { .. } }) if *o == op),
+        matches!(effects.last(), Some(Said::Settle { op: o, outcome: OpOutcome::Activated { .. } }) if *o == op),
         "{effects:?}"
     );
     assert!(!core.is_revoked("m"));

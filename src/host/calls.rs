@@ -38,24 +38,17 @@ pub fn current_call_cancellation() -> Option<CancellationToken> {
 }
 
 /// Ends call `call` in the core, once: whoever gets here first (the call's
-/// task, its deadline, its dropped caller) reports it. Effects the report
-/// produces for the running operation (shutdown waiting for this call) are
-/// handed to that operation's driver.
+/// task, its deadline, its dropped caller) reports it. What the report sets
+/// off for the running operation (the shutdown waiting for this call goes
+/// on) reaches that operation's driver through the shell's drain, which
+/// wakes it.
 fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
     let mut shell = inner.lock();
     let Some(handle) = shell.calls.remove(&call) else {
         return CallVerdict::Discarded;
     };
     shell.bury(handle);
-    let (verdict, rest) = shell.call_finished(call, deadline_passed);
-    if !rest.is_empty()
-        && let Some(op) = shell.core.running_op()
-    {
-        shell.handed_off.entry(op).or_default().extend(rest);
-        drop(shell);
-        inner.handoff.notify_one();
-    }
-    verdict
+    shell.call_finished(call, deadline_passed)
 }
 
 /// Reports a call whose caller went away.

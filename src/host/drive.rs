@@ -1,6 +1,13 @@
-//! Running one queued operation: the effect interpreter, with supervision.
+//! Running one queued operation: the performer of the commands that run
+//! extension code, with supervision.
 //!
 //! Architecture invariants:
+//! - The driver takes its commands, in order, from the queue the shell's
+//!   one drain loop fills ([`super::shell::Shell::drain`]); when none is
+//!   queued it asks the core what its operation awaits: nothing (the
+//!   operation settled: done), its calls in flight (wait, woken by each
+//!   call's end), or a step no command asked for (a shell bug: the step is
+//!   fed as lost, and the core goes on).
 //! - Each piece of extension code runs in a task of its own (the factory on
 //!   the blocking pool), so the driver can hold a deadline against code that
 //!   blocks its thread or never returns; what the driver feeds the core
@@ -12,7 +19,6 @@
 //!   fresh task, so the queue never wedges and the caller always gets an
 //!   outcome.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,10 +32,9 @@ use super::code::{Event, HookFn};
 use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::shell::Inner;
-use super::trace::CodeRun;
 use crate::core::{
-    Awaiting, CleanupKind, CleanupStep, ContextId, DeadlineStep, Effect, Failure, Input, LiveHook,
-    OpId,
+    Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure, Input,
+    LiveHook, OpId,
 };
 use crate::error::codes;
 use crate::queue::{Ticket, Turn};
@@ -123,27 +128,26 @@ impl Driver {
                 None => ticket.await,
             };
             driver.turn = Some(turn);
-            let effects = {
+            {
                 let mut shell = driver.inner.lock();
                 if shell.withdrawn.remove(&op) {
                     driver.settled = true;
                     return;
                 }
                 driver.begun = true;
-                shell.apply(Input::Begin(op)).unwrap_or_default()
-            };
-            driver.run(effects.into()).await;
+                let _ = shell.apply(Input::Begin(op));
+            }
+            driver.run().await;
         }));
     }
 
-    /// Feeds inputs in order; returns every effect they produced.
-    fn feed(&self, inputs: Vec<Input>) -> Vec<Effect> {
+    /// Feeds inputs in order; what they set off reaches the driver's queue
+    /// through the shell's drain.
+    fn feed(&self, inputs: impl IntoIterator<Item = Input>) {
         let mut shell = self.inner.lock();
-        let mut effects = Vec::new();
         for input in inputs {
-            effects.extend(shell.apply(input).unwrap_or_default());
+            let _ = shell.apply(input);
         }
-        effects
     }
 
     fn record(&self, code: CodeRun) {
@@ -152,43 +156,54 @@ impl Driver {
         }
     }
 
-    /// Performs effects until the operation settles.
-    async fn run(&mut self, mut pending: VecDeque<Effect>) {
-        let mut stalls = 0;
+    /// Performs the operation's commands until it settles.
+    async fn run(&mut self) {
         loop {
-            let Some(effect) = pending.pop_front() else {
-                // The core owes this operation a step but asked for none:
-                // a shell bug. Count the awaited step as lost; give the
-                // caller an answer if even that fails.
-                stalls += 1;
-                let effects = self.feed(vec![Input::StepLost { op: self.op }]);
-                if effects.is_empty() || stalls > 3 {
-                    self.abandon_caller();
-                    return;
+            let next = {
+                let mut shell = self.inner.lock();
+                match shell.driver.pop_front() {
+                    Some(command) => Next::Perform(command),
+                    None if shell.core.running_op() != Some(self.op) => Next::Settled,
+                    None => match shell.core.awaiting() {
+                        Some(Awaiting::Calls(_, extension)) => Next::Calls(extension),
+                        awaiting => Next::Unasked(awaiting),
+                    },
                 }
-                pending.extend(effects);
-                continue;
             };
-            let effects = match effect {
-                Effect::Settle { .. } => {
+            match next {
+                Next::Perform(command) => self.perform(command).await,
+                Next::Settled => {
                     self.settled = true;
                     return;
                 }
-                Effect::CallFactory {
-                    extension, context, ..
-                } => self.call_factory(extension, context).await,
-                Effect::RunActivate { extension, context } => {
-                    self.run_activate(extension, context).await
+                Next::Calls(extension) => self.await_calls(extension).await,
+                Next::Unasked(awaiting) => {
+                    // The core awaits a step no command asked for: a shell
+                    // bug. The step counts as lost and the core goes on;
+                    // if it refuses even that, the caller gets an answer.
+                    tracing::error!(?awaiting, "the core awaits a step no command asked for");
+                    let lost = self.inner.lock().apply(Input::StepLost { op: self.op });
+                    if lost.is_err() {
+                        self.abandon_caller();
+                        return;
+                    }
                 }
-                Effect::RunHook { hooks, next, .. } => self.run_hooks(hooks, next).await,
-                Effect::RunCleanup { step, .. } => self.run_cleanup(step).await,
-                Effect::CancelCalls { .. } => self.await_calls().await,
-                other => {
-                    tracing::error!(?other, "an effect the operation driver does not perform");
-                    Vec::new()
-                }
-            };
-            pending.extend(effects);
+            }
+        }
+    }
+
+    /// Runs the extension code one command asks for, and feeds its result.
+    async fn perform(&mut self, command: Effect) {
+        match command {
+            Effect::CallFactory {
+                extension, context, ..
+            } => self.call_factory(extension, context).await,
+            Effect::RunActivate { extension, context } => {
+                self.run_activate(extension, context).await
+            }
+            Effect::RunHook { hooks, next, .. } => self.run_hooks(hooks, next).await,
+            Effect::RunCleanup { step, .. } => self.run_cleanup(step).await,
+            other => tracing::error!(?other, "a command the operation driver does not perform"),
         }
     }
 
@@ -207,14 +222,14 @@ impl Driver {
         drop(settler);
     }
 
-    async fn call_factory(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
+    async fn call_factory(&mut self, extension: String, context: ContextId) {
         let deadline = self.deadline(DeadlineStep::Activation(&extension));
         self.activation_budget = deadline;
         self.activation_deadline = deadline.map(|d| Instant::now() + d);
         let factory = self.inner.lock().factories.get(&extension).cloned();
         self.record(CodeRun::Factory(context));
         let Some(factory) = factory else {
-            return self.feed(vec![Input::FactoryReturned {
+            return self.feed([Input::FactoryReturned {
                 context,
                 result: Err(Failure::error("no factory for this extension")),
             }]);
@@ -231,7 +246,7 @@ impl Driver {
             joined = &mut task.0 => joined.unwrap_or_else(|_| Err(lost())),
             _ = sleep_until(self.activation_deadline) => {
                 let d = deadline.unwrap_or_default();
-                return self.feed(vec![
+                return self.feed([
                     Input::DeadlinePassed { op: self.op },
                     Input::FactoryReturned { context, result: Err(timed_out("the factory", d)) },
                 ]);
@@ -252,7 +267,7 @@ impl Driver {
         self.feed(inputs)
     }
 
-    async fn run_activate(&mut self, extension: String, context: ContextId) -> Vec<Effect> {
+    async fn run_activate(&mut self, extension: String, context: ContextId) {
         let (instance, token) = {
             let shell = self.inner.lock();
             (
@@ -261,7 +276,7 @@ impl Driver {
             )
         };
         let Some(instance) = instance else {
-            return self.feed(vec![Input::ActivateReturned {
+            return self.feed([Input::ActivateReturned {
                 context,
                 result: Err(Failure::error("instance missing")),
             }]);
@@ -280,7 +295,7 @@ impl Driver {
         let op = self.op;
         tokio::select! {
             biased;
-            _ = token.cancelled() => self.feed(vec![Input::ActivateReturned {
+            _ = token.cancelled() => self.feed([Input::ActivateReturned {
                 context,
                 result: Err(Failure::coded(
                     codes::EXTENSION_ACTIVATION_CANCELLED,
@@ -298,7 +313,7 @@ impl Driver {
             }
             _ = sleep_until(self.activation_deadline) => {
                 let d = self.activation_budget.unwrap_or_default();
-                self.feed(vec![
+                self.feed([
                     Input::DeadlinePassed { op },
                     Input::ActivateReturned { context, result: Err(timed_out("activate", d)) },
                 ])
@@ -311,12 +326,12 @@ impl Driver {
     /// in one input. The hooks run in a task of their own; a hook that
     /// blocks its thread past the hook deadline is abandoned by a watchdog
     /// and the remaining hooks run in a fresh task.
-    async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) -> Vec<Effect> {
+    async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) {
         let op = self.op;
         let handlers = self.inner.lock().hook_handlers(&hooks);
         let list: Vec<LiveHook> = hooks.iter().cloned().collect();
         let Some(event) = self.event.clone() else {
-            return self.feed(vec![Input::StepLost { op }]);
+            return self.feed([Input::StepLost { op }]);
         };
         let list: Arc<[LiveHook]> = list.into();
         let deadline = self.deadline(DeadlineStep::Hooks);
@@ -365,14 +380,14 @@ impl Driver {
             next = start + progress.results.len();
         }
         let results = std::mem::take(&mut self.progress().results);
-        self.feed(vec![Input::HooksFinished { op, results }])
+        self.feed([Input::HooksFinished { op, results }])
     }
 
     fn progress(&self) -> std::sync::MutexGuard<'_, HookProgress> {
         self.hook_results.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    async fn run_cleanup(&mut self, step: CleanupStep) -> Vec<Effect> {
+    async fn run_cleanup(&mut self, step: CleanupStep) {
         let op = self.op;
         let deadline = self.deadline(DeadlineStep::Cleanup(&step.extension));
         let code = {
@@ -392,7 +407,7 @@ impl Driver {
         };
         self.record(CodeRun::Cleanup(op, step.clone()));
         let Some(code) = code else {
-            return self.feed(vec![Input::CleanupFinished {
+            return self.feed([Input::CleanupFinished {
                 op,
                 result: Err(Failure::error("cleanup step missing")),
             }]);
@@ -407,45 +422,54 @@ impl Driver {
         tokio::select! {
             joined = &mut task.0 => {
                 if passed(at) {
-                    self.feed(vec![Input::DeadlinePassed { op }])
+                    self.feed([Input::DeadlinePassed { op }])
                 } else {
                     let result = joined.unwrap_or_else(|_| Err(lost()));
-                    self.feed(vec![Input::CleanupFinished { op, result }])
+                    self.feed([Input::CleanupFinished { op, result }])
                 }
             }
-            _ = sleep_until(at) => self.feed(vec![Input::DeadlinePassed { op }]),
+            _ = sleep_until(at) => self.feed([Input::DeadlinePassed { op }]),
         }
     }
 
     /// Shutdown waits for an extension's calls in flight before its first
-    /// cleanup step, bounded by the cleanup deadline.
-    async fn await_calls(&mut self) -> Vec<Effect> {
+    /// cleanup step, bounded by the cleanup deadline. Each call's end
+    /// wakes the driver; the wait is over when the core no longer awaits
+    /// the calls (the last one ended: its next step is queued).
+    async fn await_calls(&mut self, extension: String) {
         let op = self.op;
-        let waited = match self.inner.lock().core.awaiting() {
-            Some(Awaiting::Calls(_, extension)) => Some(extension),
-            _ => None,
-        };
-        let deadline = self.deadline(DeadlineStep::CallsWait(waited.as_deref()));
+        let deadline = self.deadline(DeadlineStep::CallsWait(Some(&extension)));
         let at = deadline.map(|d| Instant::now() + d);
         loop {
-            let notified = self.inner.handoff.notified();
+            let notified = self.inner.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
-                let mut shell = self.inner.lock();
-                if let Some(effects) = shell.handed_off.remove(&op) {
-                    return effects;
-                }
-                if !matches!(shell.core.awaiting(), Some(Awaiting::Calls(..))) {
-                    return Vec::new();
+                let shell = self.inner.lock();
+                if !shell.driver.is_empty()
+                    || !matches!(shell.core.awaiting(), Some(Awaiting::Calls(..)))
+                {
+                    return;
                 }
             }
             tokio::select! {
                 _ = &mut notified => {}
-                _ = sleep_until(at) => return self.feed(vec![Input::DeadlinePassed { op }]),
+                _ = sleep_until(at) => return self.feed([Input::DeadlinePassed { op }]),
             }
         }
     }
+}
+
+/// What the driver does next.
+enum Next {
+    /// Perform this command.
+    Perform(Effect),
+    /// The operation settled.
+    Settled,
+    /// Wait for this extension's calls in flight.
+    Calls(String),
+    /// The core awaits a step no command asked for.
+    Unasked(Option<Awaiting>),
 }
 
 impl Drop for Driver {
@@ -471,20 +495,22 @@ impl Drop for Driver {
             drop(settler);
             return;
         }
-        let mut effects = Vec::new();
+        // The core awaits one step at a time, so the queue holds at most
+        // the command of the step it awaits, which never started: that
+        // step is the one lost (the command is dropped with it).
+        shell.driver.clear();
         let collected = {
             let mut progress = self.progress();
             progress.epoch += 1;
             std::mem::take(&mut progress.results)
         };
         for result in collected {
-            effects.extend(
-                shell
-                    .apply(Input::HookFinished { op, result })
-                    .unwrap_or_default(),
-            );
+            // Each result ends the hook its `RunHook` asked for; the next
+            // one's command is the one the following result ends.
+            let _ = shell.apply(Input::HookFinished { op, result });
+            shell.driver.clear();
         }
-        effects.extend(shell.apply(Input::StepLost { op }).unwrap_or_default());
+        let _ = shell.apply(Input::StepLost { op });
         drop(shell);
         let mut next = Driver::new(self.inner.clone(), op, self.event.take());
         next.turn = self.turn.take();
@@ -495,25 +521,29 @@ impl Drop for Driver {
             Ok(handle) => {
                 let host = self.inner.id;
                 handle.spawn(under_queue(host, async move {
-                    next.run(effects.into()).await;
+                    next.run().await;
                 }));
             }
-            Err(_) => next.finish_without_code(effects),
+            Err(_) => next.finish_without_code(),
         }
     }
 }
 
 impl Driver {
     /// No runtime is left to run extension code: every step it would run
-    /// is lost, and the operation settles with those failures recorded.
-    fn finish_without_code(mut self, mut effects: Vec<Effect>) {
+    /// is lost (its command is dropped and the step fed as lost), and the
+    /// operation settles with those failures recorded.
+    fn finish_without_code(mut self) {
+        // Each lost step moves the operation on; the bound only guards
+        // against a core bug.
         for _ in 0..100_000 {
-            if effects.iter().any(|e| matches!(e, Effect::Settle { .. })) {
+            let mut shell = self.inner.lock();
+            if shell.core.running_op() != Some(self.op) {
                 self.settled = true;
                 return;
             }
-            effects = self.feed(vec![Input::StepLost { op: self.op }]);
-            if effects.is_empty() {
+            shell.driver.clear();
+            if shell.apply(Input::StepLost { op: self.op }).is_err() {
                 break;
             }
         }

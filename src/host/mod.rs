@@ -334,7 +334,7 @@ impl ExtensionHost {
                 changes: tokio::sync::watch::Sender::new(0),
                 resources: options.resources,
                 deadlines: options.deadlines,
-                handoff: Notify::new(),
+                wake: Notify::new(),
                 recorder: options.recorder,
             }),
         })

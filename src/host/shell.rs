@@ -7,13 +7,15 @@
 //!   graveyard that is emptied, inside containment, after the lock is
 //!   released.
 //! - Every decision a caller can observe is the core's. This module only
-//!   routes the core's effects: table updates happen here, extension code
-//!   runs in [`super::drive`] and [`super::calls`].
+//!   drains the core's outbox after every input ([`Shell::drain`], the one
+//!   drain loop): table updates happen here, commands that run extension
+//!   code go to the running operation's driver ([`super::drive`]) in
+//!   order, and the driver is woken; tool calls run in [`super::calls`].
 //! - Nothing here panics on a wrong input: an input the core refuses is a
 //!   shell bug, logged and reported to the operation as a lost step.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -30,7 +32,7 @@ use super::trace::{CoreCall, Recorder};
 use crate::core::{
     AdmittedCall, CallId, CallRefused, CallVerdict, ContextId, DefinitionMeta, DiscoveryError,
     DisposerRef, Effect, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
-    ProtocolError, Registered, Registration, Requested, Status, ToolRef,
+    ProtocolError, Registered, Registration, Requested, Settled, Status, ToolRef,
 };
 use crate::publication::Published;
 use crate::queue::SerialQueue;
@@ -85,8 +87,10 @@ pub(crate) struct Inner {
     pub changes: watch::Sender<u64>,
     pub resources: ResourceLoader,
     pub deadlines: Deadlines,
-    /// Wakes the running operation when another task handed it effects.
-    pub handoff: Notify,
+    /// Wakes the running operation's driver when an input it did not feed
+    /// (a tool call ending) set off commands for it, or ended the wait for
+    /// calls it awaits.
+    pub wake: Notify,
     pub recorder: Option<Arc<Recorder>>,
 }
 
@@ -112,9 +116,13 @@ pub(crate) struct Shell {
     pub disposed: watch::Sender<Option<Result<(), HostError>>>,
     /// Tool calls in flight.
     pub calls: HashMap<CallId, CallHandle>,
-    /// Effects for the running operation that another task's input
-    /// produced (a call finishing lets shutdown go on).
-    pub handed_off: HashMap<OpId, Vec<Effect>>,
+    /// The commands that run extension code, in the order the core gave
+    /// them, for the running operation's driver (only one operation runs
+    /// at a time, so they are all its).
+    pub driver: VecDeque<Effect>,
+    /// Commands reached the driver since the lock was taken: wake it when
+    /// the lock is released.
+    pub wake_driver: bool,
     /// Extension data to drop once the lock is released.
     pub graveyard: Vec<Box<dyn Any + Send>>,
     /// Outcomes to hand to their callers once the snapshot that goes with
@@ -147,7 +155,8 @@ impl Shell {
             settlers: HashMap::new(),
             disposed: watch::Sender::new(None),
             calls: HashMap::new(),
-            handed_off: HashMap::new(),
+            driver: VecDeque::new(),
+            wake_driver: false,
             graveyard: Vec::new(),
             deliveries: Vec::new(),
             recorder,
@@ -175,32 +184,32 @@ impl Shell {
         }
     }
 
-    /// Applies an input of the running operation, performing at once the
-    /// commands that only touch the shell's tables; returns the rest (what
-    /// runs extension code or must be awaited). A refused input is a shell
-    /// bug: it is logged and returned as an error, never a panic.
-    pub fn apply(&mut self, input: Input) -> Result<Vec<Effect>, ProtocolError> {
+    /// Applies an input of the running operation, then drains the outbox.
+    /// A refused input is a shell bug: it is logged and returned as an
+    /// error, never a panic.
+    pub fn apply(&mut self, input: Input) -> Result<(), ProtocolError> {
         self.record(|| CoreCall::Step(input.clone()));
-        let effects = self.core.apply(input).inspect_err(|e| {
+        let applied = self.core.apply(input).inspect_err(|e| {
             tracing::error!(error = %e, "the shell fed the core an input it refused");
-        })?;
-        Ok(self.perform(effects))
+        });
+        self.drain();
+        applied
     }
 
     /// Discovers a batch in the core (H-2).
     pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
         self.record(|| CoreCall::Discover(batch.clone()));
-        let answer = self.core.discover(batch);
-        self.perform_all(answer.effects);
-        answer.reply
+        let reply = self.core.discover(batch);
+        self.drain();
+        reply
     }
 
     /// Asks the core for an operation.
     pub fn request(&mut self, kind: OpKind) -> Requested {
         self.record(|| CoreCall::Request(kind.clone()));
-        let answer = self.core.request(kind);
-        self.perform_all(answer.effects);
-        answer.reply
+        let reply = self.core.request(kind);
+        self.drain();
+        reply
     }
 
     /// Withdraws a queued operation (H-3).
@@ -217,133 +226,130 @@ impl Shell {
         self.core.call_start(tool)
     }
 
-    /// Tells the core a call ended; returns what its caller gets, and the
-    /// commands left for the running operation (the shutdown waiting for
-    /// this call).
-    pub fn call_finished(
-        &mut self,
-        call: CallId,
-        deadline_passed: bool,
-    ) -> (CallVerdict, Vec<Effect>) {
+    /// Tells the core a call ended; returns what its caller gets. When the
+    /// shutdown waited for this call, its next commands reach the driver.
+    pub fn call_finished(&mut self, call: CallId, deadline_passed: bool) -> CallVerdict {
         self.record(|| CoreCall::CallFinished {
             call,
             deadline_passed,
         });
-        let answer = self.core.call_finished(call, deadline_passed);
-        (answer.reply, self.perform(answer.effects))
+        let verdict = self.core.call_finished(call, deadline_passed);
+        self.drain();
+        verdict
     }
 
-    /// Performs commands that must have no operation-driver work left.
-    fn perform_all(&mut self, effects: Vec<Effect>) {
-        for effect in self.perform(effects) {
-            tracing::error!(?effect, "a command no driver performs");
+    /// The one drain loop: performs every command in the core's outbox, in
+    /// order (table updates here, extension code queued for the driver),
+    /// then the publication, then hands each settled operation's outcome
+    /// to its caller (delivered once the lock is released, after the
+    /// snapshot that goes with it is published).
+    pub fn drain(&mut self) {
+        while let Some(command) = self.core.poll_command() {
+            self.perform(command);
+        }
+        if self.core.poll_published() {
+            self.publish_pending = true;
+            self.generation += 1;
+        }
+        while let Some(Settled { op, outcome }) = self.core.poll_settled() {
+            self.settle(op, outcome);
+            // The operation's driver is done once it sees its operation
+            // settled: wake it if it waits.
+            self.wake_driver = true;
         }
     }
 
-    /// Performs at once the commands that only touch the shell's tables;
-    /// returns the rest, in order.
-    fn perform(&mut self, effects: Vec<Effect>) -> Vec<Effect> {
-        let mut rest = Vec::with_capacity(effects.len());
-        for effect in effects {
-            match effect {
-                Effect::Publish => {
-                    self.publish_pending = true;
-                    self.generation += 1;
+    /// Performs one command: the table updates here, at once; a command
+    /// that runs extension code goes to the driver.
+    fn perform(&mut self, effect: Effect) {
+        match effect {
+            Effect::Cancel { context } => {
+                if let Some(token) = self.tokens.get(&context) {
+                    token.cancel();
                 }
-                Effect::Cancel { context } => {
-                    if let Some(token) = self.tokens.get(&context) {
-                        token.cancel();
-                    }
+            }
+            Effect::Forget {
+                contexts,
+                tools,
+                hooks,
+                disposers,
+            } => {
+                // One growth of the graveyard, not one per doubling.
+                self.graveyard
+                    .reserve(contexts.len() + tools.len() + hooks.len() + disposers.len());
+                for c in contexts {
+                    let body = self.instances.remove(&c);
+                    self.bury(body);
+                    self.tokens.remove(&c);
                 }
-                Effect::Forget {
-                    contexts,
-                    tools,
-                    hooks,
-                    disposers,
-                } => {
-                    // One growth of the graveyard, not one per doubling.
-                    self.graveyard
-                        .reserve(contexts.len() + tools.len() + hooks.len() + disposers.len());
-                    for c in contexts {
-                        {
-                            let body = self.instances.remove(&c);
-                            self.bury(body);
-                        }
-                        self.tokens.remove(&c);
-                    }
-                    for t in tools {
-                        let handler = self.tools.get(&t).cloned();
-                        self.tools.remove_mut(&t);
-                        self.bury(handler);
-                    }
-                    for h in hooks {
-                        {
-                            let body = self.hooks.remove(&h);
-                            self.bury(body);
-                        }
-                    }
-                    for d in disposers {
-                        {
-                            let body = self.disposers.remove(&d);
-                            self.bury(body);
-                        }
-                    }
+                for t in tools {
+                    let handler = self.tools.get(&t).cloned();
+                    self.tools.remove_mut(&t);
+                    self.bury(handler);
                 }
-                Effect::ForgetAll => {
-                    {
-                        let body = self.hook_handlers.take();
-                        self.bury(body);
-                    }
-                    {
-                        let body = std::mem::take(&mut self.instances);
-                        self.bury(body);
-                    }
-                    self.tokens.clear();
-                    let tools = std::mem::replace(&mut self.tools, RedBlackTreeMapSync::new_sync());
-                    self.bury(tools);
-                    {
-                        let body = std::mem::take(&mut self.hooks);
-                        self.bury(body);
-                    }
-                    {
-                        let body = std::mem::take(&mut self.disposers);
-                        self.bury(body);
-                    }
-                    {
-                        let body = std::mem::take(&mut self.factories);
-                        self.bury(body);
+                for h in hooks {
+                    let body = self.hooks.remove(&h);
+                    self.bury(body);
+                }
+                for d in disposers {
+                    let body = self.disposers.remove(&d);
+                    self.bury(body);
+                }
+            }
+            Effect::ForgetAll => {
+                let body = self.hook_handlers.take();
+                self.bury(body);
+                let body = std::mem::take(&mut self.instances);
+                self.bury(body);
+                self.tokens.clear();
+                let tools = std::mem::replace(&mut self.tools, RedBlackTreeMapSync::new_sync());
+                self.bury(tools);
+                let body = std::mem::take(&mut self.hooks);
+                self.bury(body);
+                let body = std::mem::take(&mut self.disposers);
+                self.bury(body);
+                let body = std::mem::take(&mut self.factories);
+                self.bury(body);
+            }
+            Effect::CancelCalls { calls } => {
+                // The driver asks the core what it awaits (the calls), and
+                // waits for them to end, woken by each.
+                for call in calls {
+                    if let Some(handle) = self.calls.get(&call) {
+                        handle.cancel.cancel();
                     }
                 }
-                Effect::CallFactory { context, .. } => {
-                    self.tokens.insert(context, CancellationToken::new());
-                    rest.push(effect);
-                }
-                Effect::CancelCalls { ref calls } => {
-                    for call in calls {
-                        if let Some(handle) = self.calls.get(call) {
-                            handle.cancel.cancel();
-                        }
-                    }
-                    rest.push(effect);
-                }
-                Effect::AbandonCalls { calls } => {
-                    for call in calls {
-                        if let Some(handle) = self.calls.remove(&call) {
-                            handle.abandon.cancel();
-                            if let Some(task) = handle.task {
-                                task.abort();
-                            }
+            }
+            Effect::AbandonCalls { calls } => {
+                for call in calls {
+                    if let Some(handle) = self.calls.remove(&call) {
+                        handle.abandon.cancel();
+                        if let Some(task) = handle.task {
+                            task.abort();
                         }
                     }
                 }
-                Effect::Settle { op, outcome } => {
-                    self.settle(op, outcome.clone());
-                    rest.push(Effect::Settle { op, outcome });
-                }
-                other => rest.push(other),
+            }
+            Effect::CallFactory { context, .. } => {
+                self.tokens.insert(context, CancellationToken::new());
+                self.hand_to_driver(effect);
+            }
+            Effect::RunActivate { .. } | Effect::RunHook { .. } | Effect::RunCleanup { .. } => {
+                self.hand_to_driver(effect);
             }
         }
-        rest
+    }
+
+    fn hand_to_driver(&mut self, effect: Effect) {
+        // The core awaits one step at a time: its command is the only one
+        // the driver has not taken yet.
+        debug_assert!(
+            self.driver.is_empty(),
+            "a second step {effect:?} while {:?} waits",
+            self.driver
+        );
+        self.driver.push_back(effect);
+        self.wake_driver = true;
     }
 
     /// Hands an operation's outcome to its caller.
@@ -405,9 +411,9 @@ impl Shell {
             context,
             registration: registration.clone(),
         });
-        let answer = self.core.register(context, registration);
-        self.perform_all(answer.effects);
-        answer.reply.ok()
+        let reply = self.core.register(context, registration);
+        self.drain();
+        reply.ok()
     }
 
     pub fn stage_tool(&mut self, r: ToolRef, descriptor: ToolDescriptor, tool: Arc<dyn Tool>) {
@@ -428,12 +434,13 @@ impl Shell {
 
 /// A locked shell. When the guard is dropped it publishes a new snapshot if
 /// the core asked for one (so the snapshot includes every table change made
-/// under the same lock), releases the lock, and only then drops the
-/// graveyard, inside containment.
+/// under the same lock), releases the lock, wakes the driver if commands
+/// reached it, and only then drops the graveyard, inside containment.
 pub(crate) struct ShellGuard<'a> {
     guard: Option<MutexGuard<'a, Shell>>,
     published: &'a Published<ToolSnapshot>,
     changes: &'a watch::Sender<u64>,
+    wake: &'a Notify,
 }
 
 impl std::ops::Deref for ShellGuard<'_> {
@@ -459,7 +466,11 @@ impl Drop for ShellGuard<'_> {
         let graveyard = std::mem::take(&mut guard.graveyard);
         let deliveries = std::mem::take(&mut guard.deliveries);
         let disposed = (!deliveries.is_empty()).then(|| guard.disposed.clone());
+        let wake = std::mem::take(&mut guard.wake_driver);
         drop(guard);
+        if wake {
+            self.wake.notify_one();
+        }
         if previous.is_some() {
             self.changes.send_modify(|n| *n += 1);
         }
@@ -492,6 +503,7 @@ impl Inner {
             guard: Some(self.shell.lock().unwrap_or_else(|p| p.into_inner())),
             published: &self.published,
             changes: &self.changes,
+            wake: &self.wake,
         }
     }
 }

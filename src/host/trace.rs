@@ -11,10 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::core::{
-    CallId, CleanupStep, ContextId, DefinitionMeta, HookRef, Input, OpId, OpKind, Registration,
-    ToolSpec,
-};
+use crate::core::{CallId, ContextId, DefinitionMeta, Input, OpId, OpKind, Registration, ToolSpec};
 
 /// A public host call, as the caller made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,20 +42,10 @@ pub enum PublicCall {
     },
 }
 
-/// Extension code the shell ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CodeRun {
-    /// A factory, for this activation.
-    Factory(ContextId),
-    /// An instance's `activate`.
-    Activate(ContextId),
-    /// A hook, during emit `OpId`.
-    Hook(OpId, HookRef),
-    /// A cleanup step (disposer or the instance's `dispose`).
-    Cleanup(OpId, CleanupStep),
-    /// A tool, for this admitted call.
-    Tool(CallId),
-}
+/// Extension code the shell ran: the core's [`crate::core::CodeRun`], which
+/// also says what code each command asks for
+/// ([`Effect::code_run`](crate::core::Effect::code_run)).
+pub use crate::core::CodeRun;
 
 /// One call the shell made into the core: a caller's command (typed
 /// method) or an input of the running operation ([`Input`]).

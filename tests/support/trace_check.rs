@@ -9,9 +9,9 @@
 //! - the invariants that can be read off the core's state hold on every
 //!   state of the run (INV-1, tools and providers; INV-4, INV-7, INV-10,
 //!   INV-12);
-//! - the extension code the shell ran is exactly what the core's effects
-//!   asked for, in that order (operations' code), or once per admitted call
-//!   (tools);
+//! - the extension code the shell ran is exactly what the core's commands
+//!   asked for ([`Effect::code_run`], read from the drained outbox), in that
+//!   order (operations' code), or once per admitted call (tools);
 //! - every request comes from a public call entitled to make it, as the
 //!   replayed core answers it (M-3, INV-14): `emit` activates only what
 //!   the core's `triggered_by` names, `activate_eager` only what its
@@ -21,8 +21,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use exthost::core::{
-    Binding, DormantCall, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome, Owner,
-    Phase, ProviderSelection, Requested, Status,
+    Binding, DormantCall, Drained, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome,
+    Owner, Phase, ProviderSelection, Requested, Settled, Status,
 };
 use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent};
 
@@ -40,7 +40,7 @@ pub fn check(events: &[TraceEvent]) -> Vec<String> {
 struct Replay {
     core: Option<HostCore>,
     kinds: BTreeMap<OpId, OpKind>,
-    /// Operation code the effects asked for, in order; `true` marks code
+    /// Operation code the commands asked for, in order; `true` marks code
     /// whose step the shell reported lost (`StepLost`): it may not have run.
     expected: Vec<(CodeRun, bool)>,
     /// Operation code the shell ran, in order.
@@ -86,21 +86,26 @@ impl Replay {
             return;
         };
         let before = core.clone();
-        let effects = match call {
-            CoreCall::Discover(batch) => Ok(core.discover(batch.clone()).effects),
+        let accepted = match call {
+            CoreCall::Discover(batch) => {
+                let _ = core.discover(batch.clone());
+                Ok(())
+            }
             CoreCall::Request(kind) => {
                 self.entitled(index, &core, kind, cause);
-                let answer = core.request(kind.clone());
-                if let Requested::Enqueued(op) = answer.reply {
+                if let Requested::Enqueued(op) = core.request(kind.clone()) {
                     self.kinds.insert(op, kind.clone());
                 }
-                Ok(answer.effects)
+                Ok(())
             }
-            CoreCall::Withdraw(op) => core.withdraw(*op).map(|()| Vec::new()),
+            CoreCall::Withdraw(op) => core.withdraw(*op),
             CoreCall::Register {
                 context,
                 registration,
-            } => Ok(core.register(*context, registration.clone()).effects),
+            } => {
+                let _ = core.register(*context, registration.clone());
+                Ok(())
+            }
             CoreCall::CallStart { tool } => {
                 if let Ok(admitted) = core.call_start(tool) {
                     if self.disposed {
@@ -108,27 +113,40 @@ impl Replay {
                     }
                     self.admitted.insert(admitted.call);
                 }
-                Ok(Vec::new())
+                Ok(())
             }
             CoreCall::CallFinished {
                 call,
                 deadline_passed,
-            } => Ok(core.call_finished(*call, *deadline_passed).effects),
+            } => {
+                let _ = core.call_finished(*call, *deadline_passed);
+                Ok(())
+            }
             CoreCall::Step(input) => {
                 self.step_input(&core, input);
                 core.apply(input.clone())
             }
         };
-        match effects {
+        let said = core.drain_outbox();
+        match accepted {
             Err(e) => self.violation(index, format!("the core refuses {call:?}: {e}")),
-            Ok(effects) => {
-                for effect in &effects {
-                    self.effect(index, &core, effect);
-                }
+            Ok(()) => {
+                self.outbox(index, &core, &said);
                 self.invariants(index, &before, &core);
             }
         }
         self.core = Some(core);
+    }
+
+    /// What one input set off: the code its commands ask for, and what
+    /// each settled operation says.
+    fn outbox(&mut self, index: usize, core: &HostCore, said: &Drained) {
+        for command in &said.commands {
+            self.command(index, core, command);
+        }
+        for settled in &said.settled {
+            self.settled(index, core, settled);
+        }
     }
 
     /// What an input of the running operation says about the code run.
@@ -158,65 +176,59 @@ impl Replay {
         }
     }
 
-    fn effect(&mut self, index: usize, core: &HostCore, effect: &Effect) {
-        match effect {
-            Effect::CallFactory { context, .. } => self.expect(CodeRun::Factory(*context)),
-            Effect::RunActivate { context, .. } => self.expect(CodeRun::Activate(*context)),
-            Effect::RunHook { op, hooks, next } => {
-                self.expect(CodeRun::Hook(*op, hooks[*next].hook))
-            }
-            Effect::RunCleanup { op, step } => {
-                if self.kinds.get(op) == Some(&OpKind::Dispose) {
-                    let busy: Vec<_> = core
-                        .calls_in_flight()
-                        .filter(|(_, owner)| **owner == Owner::Extension(step.extension.clone()))
-                        .map(|(c, _)| c)
-                        .collect();
-                    if !busy.is_empty() {
-                        self.violation(
-                            index,
-                            format!(
-                                "INV-12: cleanup of {} starts with calls {busy:?} in flight",
-                                step.extension
-                            ),
-                        );
-                    }
+    fn command(&mut self, index: usize, core: &HostCore, command: &Effect) {
+        if let Effect::RunCleanup { op, step } = command {
+            if self.kinds.get(op) == Some(&OpKind::Dispose) {
+                let busy: Vec<_> = core
+                    .calls_in_flight()
+                    .filter(|(_, owner)| **owner == Owner::Extension(step.extension.clone()))
+                    .map(|(c, _)| c)
+                    .collect();
+                if !busy.is_empty() {
+                    self.violation(
+                        index,
+                        format!(
+                            "INV-12: cleanup of {} starts with calls {busy:?} in flight",
+                            step.extension
+                        ),
+                    );
                 }
-                if let Some(OpKind::Reload(_)) = self.kinds.get(op) {
-                    // A reload retires one generation while the next one's
-                    // calls go on: none of the retired generation's calls
-                    // may run when its cleanup starts.
-                    let busy = core.calls_of_generation(step.context);
-                    if !busy.is_empty() {
-                        self.violation(
+            }
+            if let Some(OpKind::Reload(_)) = self.kinds.get(op) {
+                // A reload retires one generation while the next one's
+                // calls go on: none of the retired generation's calls
+                // may run when its cleanup starts.
+                let busy = core.calls_of_generation(step.context);
+                if !busy.is_empty() {
+                    self.violation(
                             index,
                             format!(
                                 "INV-12: cleanup of the old generation of {} starts with calls {busy:?} in flight",
                                 step.extension
                             ),
                         );
-                    }
                 }
-                self.expect(CodeRun::Cleanup(*op, step.clone()));
             }
-            Effect::Settle {
-                outcome: OpOutcome::Disposed { .. },
-                ..
-            } => {
-                let left: Vec<_> = core
-                    .calls_in_flight()
-                    .filter(|(_, owner)| **owner != Owner::Base)
-                    .map(|(c, _)| c)
-                    .collect();
-                if !left.is_empty() {
-                    self.violation(
-                        index,
-                        format!("INV-12: shutdown completed with calls {left:?} in flight"),
-                    );
-                }
-                self.disposed = true;
+        }
+        if let Some(code) = command.code_run() {
+            self.expect(code);
+        }
+    }
+
+    fn settled(&mut self, index: usize, core: &HostCore, settled: &Settled) {
+        if let OpOutcome::Disposed { .. } = settled.outcome {
+            let left: Vec<_> = core
+                .calls_in_flight()
+                .filter(|(_, owner)| **owner != Owner::Base)
+                .map(|(c, _)| c)
+                .collect();
+            if !left.is_empty() {
+                self.violation(
+                    index,
+                    format!("INV-12: shutdown completed with calls {left:?} in flight"),
+                );
             }
-            _ => {}
+            self.disposed = true;
         }
     }
 
