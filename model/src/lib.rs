@@ -5,9 +5,11 @@
 //! environment ([`state::Env`]); its actions are the core's
 //! [`Input`](exthost_core::Input)s, chosen nondeterministically within
 //! [`Bounds`]; every transition is the core's real
-//! [`apply`](exthost_core::HostCore::apply) followed by the environment
-//! observing the returned effects. There is no second implementation of the
-//! host's logic here: the properties judge what the core did.
+//! [`apply`](exthost_core::HostCore::apply) (or a caller's command), the
+//! core's outbox drained ([`drain_outbox`](exthost_core::HostCore::drain_outbox)),
+//! and the environment observing the reply and what was drained. There is
+//! no second implementation of the host's logic here: the properties judge
+//! what the core did.
 //!
 //! The invariants of `docs/spec.md` section 6 are properties named
 //! `INV-1` ... `INV-10` ([`properties`]); `sometimes` properties show the interesting

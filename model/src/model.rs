@@ -1,6 +1,8 @@
 //! The stateright [`Model`]: actions are the core's [`Input`]s (plus one
 //! environment-only choice, hanging an `activate`), and every transition is
-//! [`HostCore::apply`] followed by the environment observing the effects.
+//! [`HostCore::apply`] (or a caller's command), the core's outbox drained
+//! once ([`HostCore::drain_outbox`]), and the environment observing the
+//! reply and what was drained.
 //!
 //! Architecture invariants:
 //!
@@ -10,8 +12,9 @@
 //!   [`crate::run`] and the binaries drive it.
 //! - Its children split one step: `enabled` (what may happen next),
 //!   `observe` (what the action and the core's reply tell the
-//!   environment), `effects` (what the commands tell it, and the record
-//!   of a settled operation), `checks` (before/after checks).
+//!   environment), `effects` (what the drained outbox tells it: the
+//!   commands, the publication, and the record of a settled operation),
+//!   `checks` (before/after checks).
 
 mod calls;
 mod checks;
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use exthost_core::canonical::{Handle, HandleKind, HandleSet};
 use exthost_core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, DormantCall,
-    Effect, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
+    Drained, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
     ProviderSelection, Registered, Registration, Requested,
 };
 use stateright::{Expectation, Model, Path, Property};
@@ -39,7 +42,8 @@ use crate::symmetry::Pair;
 
 pub use crate::action::{Action, Awaited, Ext, Reg};
 
-/// The core's typed reply to an action, apart from the commands it set off.
+/// The core's typed reply to an action (what the action set off waits in
+/// the core's outbox, [`exthost_core::Drained`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// No reply: an input of the running operation, or a withdrawal.
@@ -246,60 +250,55 @@ impl HostModel {
     }
 
     /// Feeds an action to the core: a caller's command through its typed
-    /// method, an input of the running operation through `apply`. `None`
-    /// for [`Action::Hang`], which the core does not see.
+    /// method, an input of the running operation through `apply`, and
+    /// returns the core's reply. `None` for [`Action::Hang`], which the
+    /// core does not see. What the action set off waits in the core's
+    /// outbox: the caller drains it ([`HostCore::drain_outbox`]).
     pub fn perform(
         &self,
         core: &mut HostCore,
         action: &Action,
-    ) -> Option<Result<(Reply, Vec<Effect>), ProtocolError>> {
-        let answered = |reply, effects| Some(Ok((reply, effects)));
-        match action {
-            Action::Discover(step) => {
-                let a = core.discover(self.scenario.batch(*step));
-                answered(Reply::Discovered(a.reply), a.effects)
-            }
-            Action::Request(kind) => {
-                let a = core.request(kind.clone());
-                answered(Reply::Requested(a.reply), a.effects)
-            }
-            Action::Withdraw(op) => Some(core.withdraw(*op).map(|()| (Reply::None, Vec::new()))),
+    ) -> Option<Result<Reply, ProtocolError>> {
+        let reply = match action {
+            Action::Discover(step) => Reply::Discovered(core.discover(self.scenario.batch(*step))),
+            Action::Request(kind) => Reply::Requested(core.request(kind.clone())),
+            Action::Withdraw(op) => return Some(core.withdraw(*op).map(|()| Reply::None)),
             Action::Register { ext, context, reg } => {
-                let a = core.register(*context, self.registration(Some(*ext), *reg));
-                answered(Reply::Registration(a.reply), a.effects)
+                Reply::Registration(core.register(*context, self.registration(Some(*ext), *reg)))
             }
             Action::LateRegister { ext, context, reg } => {
-                let a = core.register(*context, self.registration(*ext, *reg));
-                answered(Reply::Registration(a.reply), a.effects)
+                Reply::Registration(core.register(*context, self.registration(*ext, *reg)))
             }
-            Action::CallStart { tool, .. } => {
-                answered(Reply::Call(core.call_start(tool)), Vec::new())
-            }
+            Action::CallStart { tool, .. } => Reply::Call(core.call_start(tool)),
             Action::CallFinish {
                 call,
                 deadline_passed,
                 ..
-            } => {
-                let a = core.call_finished(*call, *deadline_passed);
-                answered(Reply::CallEnded(a.reply), a.effects)
-            }
+            } => Reply::CallEnded(core.call_finished(*call, *deadline_passed)),
             Action::DormantCall { ext, provider } => {
                 let (started, revoked) = self.admit_dormant(core, *ext, *provider);
-                let (started, effects) = match started {
-                    Some(extension) => {
-                        let a = core.request(OpKind::Activate(extension.clone()));
-                        (Some((extension, a.reply)), a.effects)
-                    }
-                    None => (None, Vec::new()),
-                };
-                answered(Reply::Dormant { started, revoked }, effects)
+                let started = started.map(|extension| {
+                    let reply = core.request(OpKind::Activate(extension.clone()));
+                    (extension, reply)
+                });
+                Reply::Dormant { started, revoked }
             }
-            Action::Hang { .. } => None,
-            _ => Some(
-                core.apply(self.input(action)?)
-                    .map(|effects| (Reply::None, effects)),
-            ),
-        }
+            Action::Hang { .. } => return None,
+            _ => return Some(core.apply(self.input(action)?).map(|()| Reply::None)),
+        };
+        Some(Ok(reply))
+    }
+
+    /// [`HostModel::perform`], then the core's outbox drained once: the
+    /// reply and everything the action set off.
+    pub fn perform_and_drain(
+        &self,
+        core: &mut HostCore,
+        action: &Action,
+    ) -> Option<Result<(Reply, Drained), ProtocolError>> {
+        let performed = self.perform(core, action)?;
+        let drained = core.drain_outbox();
+        Some(performed.map(|reply| (reply, drained)))
     }
 
     /// The core's admission of a dormant call of `ext`'s declared tool, or
@@ -441,9 +440,10 @@ impl HostModel {
         }
     }
 
-    /// Applies `action` to a copy of `last` and observes the effects,
-    /// without renaming handles (the checker's [`Model::next_state`] is
-    /// this step followed by [`State::canonicalize`]). Returns `None` only
+    /// Applies `action` to a copy of `last`, drains the core's outbox and
+    /// observes the reply and what the outbox held, without renaming
+    /// handles (the checker's [`Model::next_state`] is this step followed
+    /// by [`State::canonicalize`]). Returns `None` only
     /// for a refused scheduler probe (see [`Action::Begin`]).
     pub fn step(&self, last: &State, action: &Action) -> Option<State> {
         let mut s = last.clone();
@@ -478,7 +478,13 @@ impl HostModel {
             return Some(s);
         }
         let before = &last.core;
-        let performed = self.perform(&mut s.core, action)?;
+        let performed = self.perform_and_drain(&mut s.core, action)?;
+        // Stored states never carry an outbox: what the action set off was
+        // just drained, and the checker compares states with it.
+        debug_assert!(
+            s.core.outbox_is_empty(),
+            "the core's outbox is not empty after the step was drained"
+        );
         match performed {
             Err(error) => {
                 if matches!(action, Action::Begin { .. }) && before.running_op().is_some() {
@@ -493,8 +499,8 @@ impl HostModel {
                 self.end_step(&mut s);
                 Some(s)
             }
-            Ok((reply, effects)) => {
-                self.observe(&mut s, last, action, reply, effects);
+            Ok((reply, drained)) => {
+                self.observe(&mut s, last, action, reply, drained);
                 Self::check_transition(before, &mut s);
                 self.end_step(&mut s);
                 Some(s)
@@ -533,11 +539,11 @@ impl Model for HostModel {
 
     fn format_step(&self, last: &State, action: Action) -> Option<String> {
         let mut core = last.core.clone();
-        let effects = match self.perform(&mut core, &action) {
+        let effects = match self.perform_and_drain(&mut core, &action) {
             None => "(no input: the environment's choice)".to_owned(),
-            Some(Ok((Reply::None, effects))) => render::effects(&effects),
-            Some(Ok((reply, effects))) => {
-                format!("  - reply: {reply:?}\n{}", render::effects(&effects))
+            Some(Ok((Reply::None, drained))) => render::effects(&drained),
+            Some(Ok((reply, drained))) => {
+                format!("  - reply: {reply:?}\n{}", render::effects(&drained))
             }
             Some(Err(e)) => format!("refused: {e}"),
         };

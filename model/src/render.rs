@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 
 use exthost_core::{
-    Awaiting, Binding, CleanupKind, CleanupStep, Effect, FailureCause, LiveHook, OpKind, OpOutcome,
-    Phase, Registration,
+    Awaiting, Binding, CleanupKind, CleanupStep, Drained, Effect, FailureCause, LiveHook, OpKind,
+    OpOutcome, Phase, Registration,
 };
 
 use crate::action::{Action, Awaited};
@@ -233,7 +233,7 @@ fn outcome(o: &OpOutcome) -> String {
     }
 }
 
-/// One effect in words.
+/// One command in words.
 pub fn effect(e: &Effect) -> String {
     match e {
         Effect::CallFactory {
@@ -247,10 +247,8 @@ pub fn effect(e: &Effect) -> String {
         Effect::Cancel { context } => format!("fire the cancellation signal of {context}"),
         Effect::RunHook { op, hooks, next } => format!("{op}: run hook {}", hook(&hooks[*next])),
         Effect::RunCleanup { op, step: s } => format!("{op}: run cleanup {}", step(s)),
-        Effect::Publish => "publish a new snapshot".into(),
         Effect::Forget { .. } => "forget the attempt's handles".into(),
         Effect::ForgetAll => "forget every handle".into(),
-        Effect::Settle { op, outcome: o } => format!("settle {op}: {}", outcome(o)),
         Effect::CancelCalls { calls } => {
             format!("fire the cancellation signals of the calls {calls:?} and wait for them")
         }
@@ -260,14 +258,26 @@ pub fn effect(e: &Effect) -> String {
     }
 }
 
-/// The effects of one step, one per line.
-pub fn effects(effects: &[Effect]) -> String {
-    if effects.is_empty() {
+/// What one step left in the core's outbox, in the order a driver takes it:
+/// the commands, then the publication, then the settled operations.
+pub fn drained(d: &Drained) -> Vec<String> {
+    let commands = d.commands.iter().map(effect);
+    let published = d.published.then(|| "publish a new snapshot".to_owned());
+    let settled = d
+        .settled
+        .iter()
+        .map(|s| format!("settle {}: {}", s.op, outcome(&s.outcome)));
+    commands.chain(published).chain(settled).collect()
+}
+
+/// What one step left in the core's outbox, one line each ([`drained`]).
+pub fn effects(d: &Drained) -> String {
+    if d.is_empty() {
         return "  (none)".into();
     }
-    effects
+    drained(d)
         .iter()
-        .map(|e| format!("  - {}", effect(e)))
+        .map(|e| format!("  - {e}"))
         .collect::<Vec<_>>()
         .join("\n")
 }

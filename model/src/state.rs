@@ -1,6 +1,7 @@
 //! The model's state: the real [`HostCore`] plus a small environment that
-//! holds the bounds left and what the environment observed of the effects
-//! the core returned.
+//! holds the bounds left and what the environment observed of the core's
+//! replies and of what it drained from the core's outbox. A stored state's
+//! core always has an empty outbox.
 
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! Deterministic walks through the model's real step function (the one the
 //! checker uses): a shutdown that waits for a tool call in flight, one that
 //! abandons it when its deadline passes, and the same walk under the seeded
-//! bug that ignores calls. Each step must be one the model offers, and the
-//! effects are the core's own.
+//! bug that ignores calls. Each step must be one the model offers, and what
+//! it left in the core's outbox is the core's own.
 
 use exthost_core::{
-    Awaiting, CallRefused, CallVerdict, CleanupKind, Effect, Mutant, OpKind, OpOutcome,
+    Awaiting, CallRefused, CallVerdict, CleanupKind, Drained, Effect, Mutant, OpKind, OpOutcome,
 };
 use exthost_model::model::{Action, Awaited, Reg, Reply};
 use exthost_model::properties::{self, INVARIANTS, PROTOCOL};
@@ -39,14 +39,14 @@ fn bounds() -> Bounds {
 }
 
 /// Takes the action `pick` selects among those the model offers in `s`,
-/// runs it through the model's step function, and returns the effects the
-/// core returned for it and the next state.
+/// runs it through the model's step function, and returns what it left in
+/// the core's outbox and the next state.
 fn take(
     model: &HostModel,
     s: &State,
     what: &str,
     pick: impl Fn(&Action) -> bool,
-) -> (Vec<Effect>, State) {
+) -> (Drained, State) {
     let (_, effects, next) = take_reply(model, s, what, pick);
     (effects, next)
 }
@@ -57,16 +57,16 @@ fn take_reply(
     s: &State,
     what: &str,
     pick: impl Fn(&Action) -> bool,
-) -> (Reply, Vec<Effect>, State) {
+) -> (Reply, Drained, State) {
     let mut offered = Vec::new();
     model.actions(s, &mut offered);
     let action = offered
         .into_iter()
         .find(|a| pick(a))
         .unwrap_or_else(|| panic!("{what} is not offered in\n{s:?}"));
-    let (reply, effects) = match model.perform(&mut s.core.clone(), &action) {
+    let (reply, effects) = match model.perform_and_drain(&mut s.core.clone(), &action) {
         Some(performed) => performed.expect("the core accepts it"),
-        None => (Reply::None, Vec::new()),
+        None => (Reply::None, Drained::default()),
     };
     let next = model.next_state(s, action).expect("a step");
     (reply, effects, next)
@@ -126,13 +126,12 @@ fn up_to_the_wait(model: &HostModel) -> State {
     let (effects, s) = take(model, &s, "activate returns", |a| {
         matches!(a, Action::ActivateReturned { ok: true, .. })
     });
-    assert!(effects.iter().any(|e| matches!(
-        e,
-        Effect::Settle {
-            outcome: OpOutcome::Activated { .. },
-            ..
-        }
-    )));
+    assert!(
+        effects
+            .settled
+            .iter()
+            .any(|s| matches!(s.outcome, OpOutcome::Activated { .. }))
+    );
     // The reduction: calls start only once the shutdown is next.
     assert!(!offered(model, &s, |a| matches!(
         a,
@@ -166,12 +165,14 @@ fn up_to_the_wait(model: &HostModel) -> State {
     // Before a's first cleanup step, its call gets its signal and is awaited.
     assert!(
         effects
+            .commands
             .iter()
             .any(|e| matches!(e, Effect::CancelCalls { calls } if *calls == [admitted.call])),
         "{effects:?}"
     );
     assert!(
         !effects
+            .commands
             .iter()
             .any(|e| matches!(e, Effect::RunCleanup { .. })),
         "{effects:?}"
@@ -209,7 +210,7 @@ fn shutdown_waits_for_a_call_before_the_first_cleanup_step() {
         |a| matches!(a, Action::CallFinish { call: c, deadline_passed: false, .. } if *c == call),
     );
     assert_eq!(reply, Reply::CallEnded(CallVerdict::Delivered));
-    match effects.as_slice() {
+    match effects.commands.as_slice() {
         [Effect::RunCleanup { step, .. }] => {
             assert_eq!(step.extension, "a");
             assert!(matches!(step.kind, CleanupKind::Disposer { index: 0, .. }));
@@ -244,7 +245,7 @@ fn shutdown_abandons_a_call_that_outlives_its_deadline() {
             }
         )
     });
-    match effects.as_slice() {
+    match effects.commands.as_slice() {
         [
             Effect::AbandonCalls { calls },
             Effect::RunCleanup { step, .. },
@@ -289,7 +290,7 @@ fn a_lost_wait_abandons_the_calls_too() {
     });
     assert!(
         matches!(
-            effects.as_slice(),
+            effects.commands.as_slice(),
             [Effect::AbandonCalls { .. }, Effect::RunCleanup { .. }]
         ),
         "{effects:?}"
@@ -341,6 +342,7 @@ fn the_properties_catch_a_shutdown_that_ignores_calls() {
     });
     assert!(
         effects
+            .commands
             .iter()
             .any(|e| matches!(e, Effect::RunCleanup { .. })),
         "{effects:?}"

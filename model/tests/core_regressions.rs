@@ -21,18 +21,50 @@ fn manifest() -> DefinitionMeta {
     }
 }
 
-fn apply(core: &mut HostCore, input: Input) -> Vec<Effect> {
-    core.apply(input).expect("a valid input")
+/// Applies `input` and drains what it left in the core's outbox.
+fn apply(core: &mut HostCore, input: Input) -> Drained {
+    core.apply(input).expect("a valid input");
+    core.drain_outbox()
+}
+
+/// A caller's command: its reply, with what it set off drained and dropped.
+fn command<T>(core: &mut HostCore, f: impl FnOnce(&mut HostCore) -> T) -> T {
+    let reply = f(core);
+    core.drain_outbox();
+    reply
 }
 
 fn discover(core: &mut HostCore, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
-    core.discover(batch).reply
+    command(core, |core| core.discover(batch))
+}
+
+fn request(core: &mut HostCore, kind: OpKind) -> OpId {
+    match command(core, |core| core.request(kind)) {
+        Requested::Enqueued(op) => op,
+        other => panic!("{other:?}"),
+    }
 }
 
 fn request_activation(core: &mut HostCore) -> OpId {
-    match core.request(OpKind::Activate("a".into())).reply {
-        Requested::Enqueued(op) => op,
-        other => panic!("{other:?}"),
+    request(core, OpKind::Activate("a".into()))
+}
+
+fn register_tool(core: &mut HostCore, context: ContextId, tool: &str) {
+    command(core, |core| {
+        core.register(context, Registration::Tool(spec(tool)))
+    })
+    .expect("the context is open");
+}
+
+/// The cleanup step to report done when it is the last thing `drained`
+/// holds in the order a driver takes it (commands, publication, settled).
+fn last_cleanup(drained: &Drained) -> Option<OpId> {
+    if drained.published || !drained.settled.is_empty() {
+        return None;
+    }
+    match drained.commands.last() {
+        Some(Effect::RunCleanup { op, .. }) => Some(*op),
+        _ => None,
     }
 }
 
@@ -40,7 +72,7 @@ fn request_activation(core: &mut HostCore) -> OpId {
 /// activation's outcome.
 fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
     let op = request_activation(core);
-    let context = match apply(core, Input::Begin(op)).as_slice() {
+    let context = match apply(core, Input::Begin(op)).commands.as_slice() {
         [Effect::CallFactory { context, .. }] => *context,
         other => panic!("{other:?}"),
     };
@@ -51,9 +83,7 @@ fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
             result: Ok(()),
         },
     );
-    core.register(context, Registration::Tool(spec(tool)))
-        .reply
-        .expect("the context is open");
+    register_tool(core, context, tool);
     let mut effects = apply(
         core,
         Input::ActivateReturned {
@@ -62,15 +92,14 @@ fn activate_registering(core: &mut HostCore, tool: &str) -> OpOutcome {
         },
     );
     // A rollback runs the instance's dispose; report it done.
-    while let Some(Effect::RunCleanup { op, .. }) = effects.last().cloned() {
+    while let Some(op) = last_cleanup(&effects) {
         effects = apply(core, Input::CleanupFinished { op, result: Ok(()) });
     }
     effects
+        .settled
         .into_iter()
-        .find_map(|e| match e {
-            Effect::Settle { outcome, .. } => Some(outcome),
-            _ => None,
-        })
+        .map(|s| s.outcome)
+        .next()
         .expect("the activation settled")
 }
 
@@ -138,24 +167,22 @@ fn discovery_refuses_a_descriptor_whose_name_is_live() {
 fn begin_activation(core: &mut HostCore) -> (OpId, ContextId) {
     discover(core, vec![DefinitionMeta::plain("a")]).unwrap();
     let op = request_activation(core);
-    match apply(core, Input::Begin(op)).as_slice() {
+    match apply(core, Input::Begin(op)).commands.as_slice() {
         [Effect::CallFactory { context, .. }] => (op, *context),
         other => panic!("{other:?}"),
     }
 }
 
 /// The cause the activation settled with, reporting every rollback step done.
-fn settled_cause(core: &mut HostCore, mut effects: Vec<Effect>) -> FailureCause {
-    while let Some(Effect::RunCleanup { op, .. }) = effects.last().cloned() {
+fn settled_cause(core: &mut HostCore, mut effects: Drained) -> FailureCause {
+    while let Some(op) = last_cleanup(&effects) {
         effects = apply(core, Input::CleanupFinished { op, result: Ok(()) });
     }
     effects
+        .settled
         .into_iter()
-        .find_map(|e| match e {
-            Effect::Settle {
-                outcome: OpOutcome::ActivationFailed(f),
-                ..
-            } => Some(f.cause),
+        .find_map(|s| match s.outcome {
+            OpOutcome::ActivationFailed(f) => Some(f.cause),
             _ => None,
         })
         .expect("the activation failed")
@@ -178,7 +205,10 @@ fn an_activate_returning_after_its_deadline_rolls_back_as_timed_out() {
         );
         assert_eq!(
             apply(&mut core, Input::DeadlinePassed { op }),
-            [Effect::Cancel { context }]
+            Drained {
+                commands: vec![Effect::Cancel { context }],
+                ..Drained::default()
+            }
         );
         let effects = apply(&mut core, Input::ActivateReturned { context, result });
         assert_eq!(
@@ -242,7 +272,7 @@ fn a_factory_failing_after_its_deadline_rolls_back_as_timed_out() {
 /// return, registers `tools` in order, lets `activate` return, runs every
 /// cleanup step it asks for, and returns the settled outcome.
 fn run_registering(core: &mut HostCore, op: OpId, tools: &[&str]) -> OpOutcome {
-    let context = match apply(core, Input::Begin(op)).as_slice() {
+    let context = match apply(core, Input::Begin(op)).commands.as_slice() {
         [.., Effect::CallFactory { context, .. }] => *context,
         other => panic!("{other:?}"),
     };
@@ -254,9 +284,7 @@ fn run_registering(core: &mut HostCore, op: OpId, tools: &[&str]) -> OpOutcome {
         },
     );
     for tool in tools {
-        core.register(context, Registration::Tool(spec(tool)))
-            .reply
-            .expect("the context is open");
+        register_tool(core, context, tool);
     }
     let mut effects = apply(
         core,
@@ -266,13 +294,10 @@ fn run_registering(core: &mut HostCore, op: OpId, tools: &[&str]) -> OpOutcome {
         },
     );
     loop {
-        if let Some(outcome) = effects.iter().find_map(|e| match e {
-            Effect::Settle { outcome, .. } => Some(outcome.clone()),
-            _ => None,
-        }) {
-            return outcome;
+        if let Some(settled) = effects.settled.first() {
+            return settled.outcome.clone();
         }
-        match effects.iter().find_map(|e| match e {
+        match effects.commands.iter().find_map(|e| match e {
             Effect::RunCleanup { op, .. } => Some(*op),
             _ => None,
         }) {
@@ -304,10 +329,7 @@ fn a_reload_keeps_the_suffixed_api_name_of_a_tool_it_registers_again() {
         }
     );
     assert_eq!(core.registry().get("m.x").unwrap().api_name, "m_x_2");
-    let op = match core.request(OpKind::Reload("a".into())).reply {
-        Requested::Enqueued(op) => op,
-        other => panic!("{other:?}"),
-    };
+    let op = request(&mut core, OpKind::Reload("a".into()));
     let outcome = run_registering(&mut core, op, &["m_x", "m.x"]);
     assert!(matches!(outcome, OpOutcome::Reloaded { .. }), "{outcome:?}");
     assert_eq!(

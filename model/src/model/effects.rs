@@ -1,11 +1,12 @@
-//! What the commands the core set off in one step tell the environment,
-//! and the record of an operation when it settles (what the properties
-//! judge).
+//! What the core's outbox, drained after one step, tells the environment:
+//! its commands, its publication, and the record of each operation that
+//! settled (what the properties judge).
 
 use std::sync::Arc;
 
 use exthost_core::{
-    CleanupKind, ContextId, Effect, FailureCause, HostCore, OpId, OpKind, OpOutcome, Status,
+    CleanupKind, CodeRun, ContextId, Drained, Effect, FailureCause, HostCore, OpId, OpKind,
+    OpOutcome, Status,
 };
 
 use super::HostModel;
@@ -14,14 +15,16 @@ use crate::render;
 use crate::state::{Activation, CleanupObs, Env, Note, OpStatus, Settled, Violations};
 
 impl HostModel {
-    /// What the core's effects tell the environment, in order.
+    /// What the drained outbox tells the environment, in the order a
+    /// driver takes it: the commands, then the publication, then the
+    /// settled operations.
     pub(super) fn observe_effects(
         &self,
         env: &mut Env,
         core: &HostCore,
         was: &Env,
         action: &Action,
-        effects: Vec<Effect>,
+        outbox: Drained,
     ) {
         let protocol = |env: &mut Env, message: String| {
             Violations::record(&mut env.violations.protocol, message);
@@ -35,7 +38,7 @@ impl HostModel {
                 );
             }
         };
-        for effect in effects {
+        for effect in outbox.commands {
             check_not_forgotten(env, &effect);
             match effect {
                 Effect::CallFactory {
@@ -136,7 +139,6 @@ impl HostModel {
                         deadline: false,
                     });
                 }
-                Effect::Publish => self.observe_commits(env, core),
                 Effect::Forget {
                     contexts,
                     tools,
@@ -152,7 +154,6 @@ impl HostModel {
                     f.disposers.extend(disposers);
                 }
                 Effect::ForgetAll => {}
-                Effect::Settle { op, outcome } => settle(env, op, outcome),
                 Effect::CancelCalls { calls } => {
                     for call in calls {
                         match env.calls.iter_mut().find(|c| c.call == call) {
@@ -175,33 +176,40 @@ impl HostModel {
                 }
             }
         }
+        if outbox.published {
+            self.observe_commits(env, core);
+        }
+        for exthost_core::Settled { op, outcome } in outbox.settled {
+            settle(env, op, outcome);
+        }
     }
 }
 
-/// `protocol`: an effect must not name a handle the core already told the
-/// shell to forget (`Effect::Forget`): the shell has dropped it.
+/// `protocol`: a command must not name a handle the core already told the
+/// shell to forget (`Effect::Forget`): the shell has dropped it. The
+/// handles a command names are those of the code it runs
+/// ([`Effect::code_run`]), or the context a `Cancel` signals.
 fn check_not_forgotten(env: &mut Env, effect: &Effect) {
     let f = &env.forgotten;
     if f.is_empty() {
         return;
     }
     let context = |c: &ContextId| f.contexts.contains(c).then(|| c.to_string());
-    let named = match effect {
-        Effect::CallFactory { context: c, .. }
-        | Effect::RunActivate { context: c, .. }
-        | Effect::Cancel { context: c } => context(c),
-        Effect::RunHook { hooks, next, .. } => hooks
-            .get(*next)
-            .filter(|h| f.hooks.contains(&h.hook))
-            .map(|h| h.hook.to_string()),
-        Effect::RunCleanup { step, .. } => match step.kind {
-            CleanupKind::Disposer { disposer, .. } if f.disposers.contains(&disposer) => {
-                Some(disposer.to_string())
-            }
+    let named = match effect.code_run() {
+        Some(CodeRun::Factory(c) | CodeRun::Activate(c)) => context(&c),
+        Some(CodeRun::Hook(_, hook)) => f.hooks.contains(&hook).then(|| hook.to_string()),
+        Some(CodeRun::Cleanup(_, step)) => match step.kind {
+            CleanupKind::Disposer { disposer, .. } => f
+                .disposers
+                .contains(&disposer)
+                .then(|| disposer.to_string()),
             CleanupKind::Instance => context(&step.context),
-            CleanupKind::Disposer { .. } => None,
         },
-        _ => None,
+        Some(CodeRun::Tool(_)) => None,
+        None => match effect {
+            Effect::Cancel { context: c } => context(c),
+            _ => None,
+        },
     };
     if let Some(handle) = named {
         Violations::record(
@@ -216,7 +224,7 @@ fn check_not_forgotten(env: &mut Env, effect: &Effect) {
 
 /// INV-14, what the environment knows of the grants (M-5): an activation
 /// that a declaration mismatch rolled back revoked its extension's (an
-/// activation that commits restores it, see `Publish`).
+/// activation that commits restores it, see the publication).
 fn note_grants(env: &mut Env, outcome: &OpOutcome) {
     let mismatched = match outcome {
         OpOutcome::ActivationFailed(f) | OpOutcome::DependencyFailed { failure: f, .. } => {
@@ -313,7 +321,7 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
 }
 
 impl HostModel {
-    /// `Publish`: an activation attempt under way whose context is now its
+    /// The publication: an activation attempt under way whose context is now its
     /// extension's active generation in the core was committed. An
     /// activation's joins the active ones; a reload's takes its old
     /// generation's place (which retires until the reload settles), and

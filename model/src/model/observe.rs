@@ -1,12 +1,13 @@
 //! What the environment observes of one step: what its own action tells
-//! it, and what the core's typed reply tells it. The commands the core set
-//! off are `super::effects`'s.
+//! it, and what the core's typed reply tells it. What the core's outbox
+//! held (commands, publication, settled operations) is `super::effects`'s.
 //!
 //! Architecture invariant: records observations and transition
 //! violations in the environment; never changes the core.
 
 use exthost_core::{
-    AdmittedCall, CallRefused, CallVerdict, Effect, Owner, Registered, Registration, Requested,
+    AdmittedCall, CallRefused, CallVerdict, Drained, Effect, Owner, Registered, Registration,
+    Requested,
 };
 
 use super::{HostModel, Reply, clamp};
@@ -24,12 +25,13 @@ impl HostModel {
         last: &State,
         action: &Action,
         reply: Reply,
-        effects: Vec<Effect>,
+        outbox: Drained,
     ) {
         let before = &last.core;
         let was = &last.env;
         let drained = matches!(action, Action::CallFinish { .. })
-            && effects
+            && outbox
+                .commands
                 .iter()
                 .any(|e| matches!(e, Effect::RunCleanup { .. }));
         let env = &mut s.env;
@@ -303,7 +305,7 @@ impl HostModel {
                 }
             }
         }
-        self.observe_effects(env, &s.core, was, action, effects);
+        self.observe_effects(env, &s.core, was, action, outbox);
     }
 
     /// The reply to `CallStart`: before the shutdown began the call of a

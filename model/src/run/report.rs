@@ -31,7 +31,8 @@ pub struct Progress {
 pub struct Step {
     /// The action, in the spec's words.
     pub action: String,
-    /// The effects the core returned for it.
+    /// What it left in the core's outbox ([`render::drained`]): the
+    /// commands, the publication, the settled operations.
     pub effects: Vec<String>,
     /// The state after it, line by line.
     pub state: Vec<(String, String)>,
@@ -102,7 +103,7 @@ impl Report {
 }
 
 /// Renders a path (states, each with the action taken from it): each action
-/// with the effects it produced and the state after it.
+/// with what it left in the core's outbox and the state after it.
 pub fn steps(model: &HostModel, path: Vec<(State, Option<Action>)>) -> Vec<Step> {
     let mut out = Vec::new();
     let mut previous: Option<(State, Action)> = None;
@@ -110,10 +111,13 @@ pub fn steps(model: &HostModel, path: Vec<(State, Option<Action>)>) -> Vec<Step>
         if let Some((last, act)) = previous.take() {
             let effects = match model.input(&act) {
                 None => vec!["(no input: the environment's choice)".to_owned()],
-                Some(input) => match last.core.clone().apply(input) {
-                    Ok(effects) => effects.iter().map(render::effect).collect(),
-                    Err(e) => vec![format!("refused: {e}")],
-                },
+                Some(input) => {
+                    let mut core = last.core.clone();
+                    match core.apply(input) {
+                        Ok(()) => render::drained(&core.drain_outbox()),
+                        Err(e) => vec![format!("refused: {e}")],
+                    }
+                }
             };
             out.push(Step {
                 action: render::action(&model.scenario, &act),
