@@ -783,6 +783,33 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     assert_eq!(d(DeadlineStep::CallsWait(None)), host.cleanup);
     assert_eq!(d(DeadlineStep::Hooks), host.hook);
 
+    // Where code runs (issue 23) follows the deadline that applies: in the
+    // caller's task only when none does and the call cannot outlive its
+    // caller.
+    assert_eq!(
+        core.call_placement(&host, Some("eager"), false),
+        Placement::Inline
+    );
+    assert_eq!(
+        core.call_placement(&host, Some("eager"), true),
+        Placement::Task(None)
+    );
+    assert_eq!(
+        core.call_placement(&host, Some("plain"), false),
+        Placement::Task(host.call)
+    );
+    assert_eq!(
+        core.activation_placement(&host, "eager"),
+        Placement::Task(Some(Duration::from_millis(5)))
+    );
+    let none = Deadlines {
+        activation: None,
+        call: None,
+        ..host
+    };
+    assert_eq!(core.activation_placement(&none, "plain"), Placement::Inline);
+    assert_eq!(core.call_placement(&none, None, false), Placement::Inline);
+
     // Once the extension left `discovered`, nothing triggers it again.
     let (op, cx) = start_activation(&mut core, "eager");
     open(&mut core, cx);

@@ -670,3 +670,56 @@ async fn a_caller_woken_by_its_outcome_sees_the_registry_it_produced() {
     })
     .await;
 }
+
+/// A value whose `Drop` panics with a payload that panics again.
+struct DropBomb;
+
+impl Drop for DropBomb {
+    fn drop(&mut self) {
+        throw_bomb();
+    }
+}
+
+/// One tool, `hold`, that holds a [`DropBomb`] and never returns.
+struct Holder;
+
+impl Extension for Holder {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            cx.register_tool(
+                ToolDescriptor::new("hold", "never returns", schema()),
+                |_input: Value| async move {
+                    let _bomb = DropBomb;
+                    std::future::pending::<Result<Value, ExtensionError>>().await
+                },
+            )?;
+            Ok(())
+        })
+    }
+}
+
+/// With no call deadline a call runs in its caller's task (issue 23): a
+/// caller that gives up drops the tool's future there. Its `Drop` panic is
+/// contained, the core hears the call ended (shutdown, with no cleanup
+/// deadline, does not wait for it), and the host serves the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_its_callers_task_dropped_by_the_caller_ends_and_its_drop_panic_is_contained() {
+    within(async {
+        let (_dir, host) = host_with(|o| o);
+        host.discover([ExtensionDefinition::new("holder", || Ok(Holder))])
+            .unwrap();
+        host.activate("holder").await.unwrap();
+        for _ in 0..3 {
+            let gave_up =
+                tokio::time::timeout(Duration::from_millis(20), host.call_tool("hold", json!(1)))
+                    .await;
+            assert!(gave_up.is_err(), "the tool never returns");
+        }
+        // Every dropped call ended in the core: shutdown (no cleanup
+        // deadline) has no call to wait for, so it completes.
+        host.dispose().await.unwrap();
+        let err = host.call_tool("hold", json!(1)).await.unwrap_err();
+        assert_eq!(err.code(), codes::HOST_DISPOSED);
+    })
+    .await;
+}

@@ -62,7 +62,9 @@ pub use machine::{
 pub use mutant::Mutant;
 pub use outbox::{Drained, Settled};
 pub use outcome::*;
-pub use policy::{DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy};
+pub use policy::{
+    DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy, Placement,
+};
 pub use protocol::*;
 pub use registry::{
     Binding, MAX_PROVIDER_DISPLAY_NAME_BYTES, ModelRecord, Owner, ProviderEntry, ProviderRecord,

@@ -111,6 +111,23 @@ pub enum DeadlineStep<'a> {
     Call(Option<&'a str>),
 }
 
+/// Where a step of extension code runs (issue 23): in the task of whoever
+/// waits for it, or in a task of its own. The core decides it
+/// ([`HostCore::call_placement`](crate::HostCore::call_placement),
+/// [`HostCore::activation_placement`](crate::HostCore::activation_placement)):
+/// a task of its own is needed only to hold a deadline against code that
+/// blocks its thread or never returns, or to let the code run on after its
+/// caller stopped waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// In the waiting task: no deadline applies and nothing outlives the
+    /// caller. Code that blocks its thread blocks its caller.
+    Inline,
+    /// In a task of its own, bounded by this deadline (`None`: none, but
+    /// the code must outlive its caller's wait).
+    Task(Option<Duration>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

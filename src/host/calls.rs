@@ -1,11 +1,14 @@
-//! Tool calls: admitted by the core, run in tasks of their own, tracked in
-//! flight so that cleanup waits for them (H-11, INV-12).
+//! Tool calls: admitted by the core, run in the caller's task or in a task
+//! of their own, tracked in flight so that cleanup waits for them (H-11,
+//! INV-12).
 //!
-//! Architecture invariant: whether a call may start and what its caller
-//! gets when it ends (the tool's result, a timeout, or nothing because its
-//! extension's cleanup abandoned it) are the core's answers to `CallStart`
-//! and `CallFinished`. The shell only runs the tool, keeps its signals, and
-//! reports.
+//! Architecture invariant: whether a call may start, where it runs
+//! ([`Placement`]: in the caller's task unless a call deadline applies or
+//! the call must go on after its caller stops waiting), and what its
+//! caller gets when it ends (the tool's result, a timeout, or nothing
+//! because its extension's cleanup abandoned it) are the core's answers to
+//! `call_start`, `call_placement` and `call_finished`. The shell only runs
+//! the tool, keeps its signals, and reports.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +23,7 @@ use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
 use super::trace::CodeRun;
-use crate::core::{CallId, CallRefused, CallVerdict, DeadlineStep, Failure, Owner};
+use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
 
 tokio::task_local! {
     static CALL_CANCELLATION: CancellationToken;
@@ -55,14 +58,17 @@ fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
 struct FinishOnDrop {
     inner: Arc<Inner>,
     call: CallId,
-    task: tokio::task::AbortHandle,
+    /// The call's task, when it has one.
+    task: Option<tokio::task::AbortHandle>,
     armed: bool,
 }
 
 impl Drop for FinishOnDrop {
     fn drop(&mut self) {
         if self.armed {
-            self.task.abort();
+            if let Some(task) = &self.task {
+                task.abort();
+            }
             finish(&self.inner, self.call, false);
         }
     }
@@ -97,7 +103,7 @@ pub(crate) async fn call(
             name: name.to_owned(),
         });
     }
-    let (call, handler, cancel, abandon, deadline) = {
+    let (call, handler, cancel, abandon, placement) = {
         let mut shell = inner.lock();
         let admitted = match shell.call_start(name) {
             Ok(admitted) => admitted,
@@ -120,9 +126,9 @@ pub(crate) async fn call(
             Owner::Extension(id) => Some(id.as_str()),
             Owner::Base => None,
         };
-        let deadline = shell
+        let placement = shell
             .core
-            .deadline_for(&inner.deadlines, DeadlineStep::Call(owner));
+            .call_placement(&inner.deadlines, owner, caller_cancel.is_some());
         let cancel = CancellationToken::new();
         let abandon = CancellationToken::new();
         shell.calls.insert(
@@ -134,7 +140,7 @@ pub(crate) async fn call(
             },
         );
         let handler = shell.tools.get(&admitted.tool).cloned();
-        (admitted.call, handler, cancel, abandon, deadline)
+        (admitted.call, handler, cancel, abandon, placement)
     };
     let Some(handler) = handler else {
         finish(inner, call, false);
@@ -145,6 +151,38 @@ pub(crate) async fn call(
     if let Some(recorder) = &inner.recorder {
         recorder.ran(CodeRun::Tool(call));
     }
+    let deadline = match placement {
+        Placement::Inline => {
+            let mut guard = FinishOnDrop {
+                inner: inner.clone(),
+                call,
+                task: None,
+                armed: true,
+            };
+            let tool = handler.tool.clone();
+            drop(handler);
+            let run = CALL_CANCELLATION.scope(
+                cancel,
+                CALL_PROGRESS.scope(
+                    progress,
+                    CALLER_CANCELLATION.scope(None, contain(move || tool.call(input))),
+                ),
+            );
+            // The tool runs here, in the caller's task; shutdown's
+            // `AbandonCalls` ends the wait (and drops the tool's future,
+            // inside containment). A caller that drops this future drops
+            // the tool's too, and the guard reports the call ended.
+            let result = tokio::select! {
+                biased;
+                result = run => Some(result),
+                _ = abandon.cancelled() => None,
+            };
+            guard.armed = false;
+            let outcome = result.map(|result| (result, finish(inner, call, false)));
+            return answer(name, None, outcome);
+        }
+        Placement::Task(deadline) => deadline,
+    };
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
@@ -173,7 +211,7 @@ pub(crate) async fn call(
     let mut guard = FinishOnDrop {
         inner: inner.clone(),
         call,
-        task: abort,
+        task: Some(abort.clone()),
         armed: true,
     };
     let sleep = async {
@@ -200,7 +238,7 @@ pub(crate) async fn call(
             return Err(HostError::CallCancelled { name: name.to_owned() });
         }
         _ = sleep => {
-            guard.task.abort();
+            abort.abort();
             let verdict = finish(inner, call, true);
             guard.armed = false;
             match verdict {
@@ -218,6 +256,17 @@ pub(crate) async fn call(
         }
     };
     guard.armed = false;
+    answer(name, deadline, outcome)
+}
+
+/// What the caller gets: the tool's result when the core delivered it,
+/// else a timeout (its own deadline, or its extension's cleanup abandoned
+/// the call).
+fn answer(
+    name: &str,
+    deadline: Option<Duration>,
+    outcome: Option<(Result<Value, Failure>, CallVerdict)>,
+) -> Result<Value, HostError> {
     match outcome {
         Some((result, CallVerdict::Delivered)) => result.map_err(|f| tool_failed(name, f)),
         Some((_, CallVerdict::TimedOut)) => Err(timed_out(name, deadline)),

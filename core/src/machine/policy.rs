@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::lifecycle::Status;
 use crate::mutant::Mutant;
 use crate::outcome::FailureCause;
-use crate::policy::{DeadlineStep, Deadlines};
+use crate::policy::{DeadlineStep, Deadlines, Placement};
 use crate::registry::{Binding, Owner};
 
 use super::state::{HostCore, Phase};
@@ -151,6 +151,36 @@ impl HostCore {
             DeadlineStep::CallsWait(id) => of(id).cleanup,
             DeadlineStep::Hooks => host.hook,
             DeadlineStep::Call(id) => of(id).call,
+        }
+    }
+
+    /// Where a call of a tool of `owner` (`None`: a base tool) runs, when
+    /// the host's deadlines are `host` (issue 23): in its caller's task
+    /// when no call deadline applies and the caller cannot walk away from
+    /// a call that goes on (`outlives_caller`: the caller passed a
+    /// cancellation signal, on which it returns at once while the tool
+    /// runs to its end and shutdown still drains it); otherwise in a task
+    /// of its own, bounded by the deadline. Changes nothing.
+    pub fn call_placement(
+        &self,
+        host: &Deadlines,
+        owner: Option<&str>,
+        outlives_caller: bool,
+    ) -> Placement {
+        match self.deadline_for(host, DeadlineStep::Call(owner)) {
+            None if !outlives_caller => Placement::Inline,
+            deadline => Placement::Task(deadline),
+        }
+    }
+
+    /// Where the factory and `activate` of `id` run (issue 23): in the
+    /// operation's driver when no activation deadline applies (nothing
+    /// would stop waiting for them), else in tasks of their own bounded by
+    /// it. Changes nothing.
+    pub fn activation_placement(&self, host: &Deadlines, id: &str) -> Placement {
+        match self.deadline_for(host, DeadlineStep::Activation(id)) {
+            None => Placement::Inline,
+            deadline => Placement::Task(deadline),
         }
     }
 }
