@@ -25,8 +25,20 @@ fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
 
 #[tokio::test]
 async fn hooks_run_in_order_a_failure_becomes_a_diagnostic_and_later_hooks_see_the_same_event() {
-    let log = Log::default();
     let (_d, host) = host();
+    hooks_in_order(host).await;
+}
+
+/// With no hook deadline the hooks run in the operation's driver, with no
+/// task of their own (issue 23): the same order, diagnostics and event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_hook_deadline_hooks_run_in_the_driver_with_the_same_outcome() {
+    let (_d, host) = host_with(|o| o.without_hook_deadline());
+    within(hooks_in_order(host)).await;
+}
+
+async fn hooks_in_order(host: exthost::host::ExtensionHost) {
+    let log = Log::default();
     let mut a = Script::new("a", &log).hooks(3);
     a.failing_hooks = vec![1];
     let mut b = Script::new("b", &log).hooks(1);

@@ -34,7 +34,7 @@ use super::context::ActivationContext;
 use super::shell::Inner;
 use crate::core::{
     Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure, Input,
-    LiveHook, OpId,
+    LiveHook, OpId, Placement,
 };
 use crate::error::codes;
 use crate::queue::{Ticket, Turn};
@@ -85,8 +85,12 @@ pub(crate) struct Driver {
     activation_deadline: Option<Instant>,
     /// The running activation's deadline, for its error text.
     activation_budget: Option<Duration>,
-    /// Results of the running emit's hooks not yet fed to the core.
+    /// Results of the running emit's hooks not yet fed to the core, when
+    /// they run in tasks of their own.
     hook_results: Arc<Mutex<HookProgress>>,
+    /// Results of the running emit's hooks not yet fed to the core, when
+    /// they run in this task.
+    hooks_done: Vec<Result<(), Failure>>,
 }
 
 impl Driver {
@@ -101,6 +105,7 @@ impl Driver {
             activation_deadline: None,
             activation_budget: None,
             hook_results: Arc::default(),
+            hooks_done: Vec::new(),
         }
     }
 
@@ -323,47 +328,102 @@ impl Driver {
 
     /// Runs every remaining hook of the running emit, from `hooks[start]`,
     /// one after another whatever each did (H-10), and feeds their results
-    /// in one input. The hooks run in a task of their own; a hook that
-    /// blocks its thread past the hook deadline is abandoned by a watchdog
-    /// and the remaining hooks run in a fresh task.
+    /// in one input. Where they run is the core's answer
+    /// ([`HostCore::hook_placement`](crate::core::HostCore::hook_placement)):
+    /// with no hook deadline, here in the driver's task, with no task,
+    /// timer or allocation per hook; with one, in a task of their own
+    /// under a watchdog (a hook that blocks its thread past the deadline
+    /// is abandoned and the remaining hooks run in a fresh task).
     async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) {
         let op = self.op;
-        let handlers = self.inner.lock().hook_handlers(&hooks);
-        let list: Vec<LiveHook> = hooks.iter().cloned().collect();
         let Some(event) = self.event.clone() else {
             return self.feed([Input::StepLost { op }]);
         };
-        let list: Arc<[LiveHook]> = list.into();
-        let deadline = self.deadline(DeadlineStep::Hooks);
-        *self.progress() = HookProgress::default();
+        let (handlers, placement) = {
+            let mut shell = self.inner.lock();
+            let placement = shell.core.hook_placement(&self.inner.deadlines);
+            (shell.hook_handlers(&hooks), placement)
+        };
+        let results = match placement {
+            Placement::Task(Some(deadline)) => {
+                self.run_hooks_watched(hooks, handlers, start, event, deadline)
+                    .await
+            }
+            Placement::Inline | Placement::Task(None) => {
+                self.run_hooks_here(&hooks, &handlers, start, &event).await
+            }
+        };
+        self.feed([Input::HooksFinished { op, results }])
+    }
+
+    /// The hooks from `start` on, in this task. A result is kept as soon as
+    /// its hook returns, so a driver dropped midway feeds what finished.
+    async fn run_hooks_here(
+        &mut self,
+        hooks: &VectorSync<LiveHook>,
+        handlers: &[Option<HookFn>],
+        start: usize,
+        event: &Arc<Event>,
+    ) -> Vec<Result<(), Failure>> {
+        self.hooks_done = Vec::with_capacity(hooks.len().saturating_sub(start));
+        for (i, hook) in hooks.iter().enumerate().skip(start) {
+            if let Some(recorder) = &self.inner.recorder {
+                recorder.ran(CodeRun::Hook(self.op, hook.hook));
+            }
+            let result = run_hook(handlers.get(i), event).await;
+            self.hooks_done.push(result);
+        }
+        std::mem::take(&mut self.hooks_done)
+    }
+
+    /// The hooks from `start` on, in tasks of their own, each bounded by
+    /// `deadline` from the moment it starts: the batch marks each start,
+    /// and the watchdog here wakes once per deadline after the running
+    /// hook's start (no timer per hook).
+    async fn run_hooks_watched(
+        &mut self,
+        hooks: VectorSync<LiveHook>,
+        handlers: Arc<[Option<HookFn>]>,
+        start: usize,
+        event: Arc<Event>,
+        deadline: Duration,
+    ) -> Vec<Result<(), Failure>> {
+        *self.progress() = HookProgress {
+            hook_started: Instant::now(),
+            ..HookProgress::default()
+        };
         let mut next = start;
-        while next < list.len() {
+        while next < hooks.len() {
             let epoch = self.progress().epoch;
             let batch = HookBatch {
                 handlers: handlers.clone(),
-                list: list.clone(),
+                hooks: hooks.clone(),
                 start: next,
                 event: event.clone(),
                 deadline,
                 progress: self.hook_results.clone(),
                 epoch,
                 recorder: self.inner.recorder.clone(),
-                op,
+                op: self.op,
             };
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
             loop {
-                let done_before = self.progress().results.len();
+                let (done_before, since) = {
+                    let progress = self.progress();
+                    (progress.results.len(), progress.hook_started)
+                };
                 tokio::select! {
                     _ = &mut task.0 => break,
-                    _ = sleep_until(deadline.map(|d| Instant::now() + d)) => {
+                    _ = tokio::time::sleep_until(since + deadline) => {
                         let mut progress = self.progress();
                         if progress.results.len() == done_before {
-                            // No hook finished for a whole deadline: the
-                            // running one blocks its thread. It times out,
-                            // its batch can report nothing more, and the
-                            // rest run in a fresh task.
+                            // The running hook outlived its deadline (it
+                            // may block its thread): it times out, its
+                            // batch can report nothing more, and the rest
+                            // run in a fresh task.
                             progress.epoch += 1;
-                            progress.results.push(Err(timed_out("the hook", deadline.unwrap_or_default())));
+                            progress.results.push(Err(timed_out("the hook", deadline)));
+                            progress.hook_started = Instant::now();
                             drop(progress);
                             task.0.abort();
                             break;
@@ -376,11 +436,11 @@ impl Driver {
                 // The batch ended without a word on the hook it was on.
                 progress.epoch += 1;
                 progress.results.push(Err(lost()));
+                progress.hook_started = Instant::now();
             }
             next = start + progress.results.len();
         }
-        let results = std::mem::take(&mut self.progress().results);
-        self.feed([Input::HooksFinished { op, results }])
+        std::mem::take(&mut self.progress().results)
     }
 
     fn progress(&self) -> std::sync::MutexGuard<'_, HookProgress> {
@@ -499,11 +559,12 @@ impl Drop for Driver {
         // the command of the step it awaits, which never started: that
         // step is the one lost (the command is dropped with it).
         shell.driver.clear();
-        let collected = {
+        let mut collected = {
             let mut progress = self.progress();
             progress.epoch += 1;
             std::mem::take(&mut progress.results)
         };
+        collected.append(&mut self.hooks_done);
         for result in collected {
             // Each result ends the hook its `RunHook` asked for; the next
             // one's command is the one the following result ends.
@@ -560,22 +621,41 @@ where
     tokio::spawn(under_queue(host, future))
 }
 
-/// What the hooks of the running emit reported so far. A batch reports
-/// only while the epoch is the one it started with: once the watchdog gave
-/// up on it, a late word from it is ignored.
-#[derive(Default)]
+/// What the hooks of the running emit reported so far, and when the
+/// running one started. A batch reports only while the epoch is the one it
+/// started with: once the watchdog gave up on it, a late word from it is
+/// ignored.
 struct HookProgress {
     results: Vec<Result<(), Failure>>,
     epoch: u64,
+    hook_started: Instant,
+}
+
+impl Default for HookProgress {
+    fn default() -> Self {
+        Self {
+            results: Vec::new(),
+            epoch: 0,
+            hook_started: Instant::now(),
+        }
+    }
+}
+
+/// Runs one hook with the emit's event, containing a panic.
+async fn run_hook(handler: Option<&Option<HookFn>>, event: &Arc<Event>) -> Result<(), Failure> {
+    match handler.and_then(Option::as_ref) {
+        Some(f) => contain(|| f(event.clone())).await,
+        None => Err(Failure::error("hook handler missing")),
+    }
 }
 
 /// The hooks of one emit from `start` on, run one after another.
 struct HookBatch {
     handlers: Arc<[Option<HookFn>]>,
-    list: Arc<[LiveHook]>,
+    hooks: VectorSync<LiveHook>,
     start: usize,
     event: Arc<Event>,
-    deadline: Option<Duration>,
+    deadline: Duration,
     progress: Arc<Mutex<HookProgress>>,
     epoch: u64,
     recorder: Option<Arc<super::trace::Recorder>>,
@@ -584,31 +664,39 @@ struct HookBatch {
 
 impl HookBatch {
     async fn run(self) {
-        for i in self.start..self.list.len() {
+        let mut started = Instant::now();
+        self.mark(|progress| progress.hook_started = started);
+        for (i, hook) in self.hooks.iter().enumerate().skip(self.start) {
             if let Some(recorder) = &self.recorder {
-                recorder.ran(CodeRun::Hook(self.op, self.list[i].hook));
+                recorder.ran(CodeRun::Hook(self.op, hook.hook));
             }
-            let started = Instant::now();
-            let result = match self.handlers.get(i).cloned().flatten() {
-                Some(f) => {
-                    let event = self.event.clone();
-                    let run = contain(move || f(event));
-                    match self.deadline {
-                        Some(d) => match tokio::time::timeout(d, run).await {
-                            Ok(_) if started.elapsed() >= d => Err(timed_out("the hook", d)),
-                            Ok(result) => result,
-                            Err(_) => Err(timed_out("the hook", d)),
-                        },
-                        None => run.await,
-                    }
-                }
-                None => Err(Failure::error("hook handler missing")),
+            let result = run_hook(self.handlers.get(i), &self.event).await;
+            // One clock reading per hook: its end is the next one's start.
+            // A completion after the deadline belongs to the deadline.
+            let now = Instant::now();
+            let result = if now.duration_since(started) >= self.deadline {
+                Err(timed_out("the hook", self.deadline))
+            } else {
+                result
             };
-            let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-            if progress.epoch != self.epoch {
+            started = now;
+            if !self.mark(|progress| {
+                progress.results.push(result);
+                progress.hook_started = now;
+            }) {
                 return;
             }
-            progress.results.push(result);
         }
+    }
+
+    /// Updates the progress while this batch's epoch holds; false once the
+    /// watchdog gave up on it.
+    fn mark(&self, update: impl FnOnce(&mut HookProgress)) -> bool {
+        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        if progress.epoch != self.epoch {
+            return false;
+        }
+        update(&mut progress);
+        true
     }
 }

@@ -173,6 +173,17 @@ impl HostCore {
         }
     }
 
+    /// Where the hooks of an emit run (issue 23): in the operation's driver
+    /// when the host has no hook deadline (nothing would stop waiting for
+    /// a hook), else in tasks of their own under a watchdog. Changes
+    /// nothing.
+    pub fn hook_placement(&self, host: &Deadlines) -> Placement {
+        match self.deadline_for(host, DeadlineStep::Hooks) {
+            None => Placement::Inline,
+            deadline => Placement::Task(deadline),
+        }
+    }
+
     /// Where the factory and `activate` of `id` run (issue 23): in the
     /// operation's driver when no activation deadline applies (nothing
     /// would stop waiting for them), else in tasks of their own bounded by
