@@ -389,8 +389,21 @@ async fn every_operation_after_dispose_fails_with_host_disposed() {
 
 #[tokio::test]
 async fn dispose_cancels_a_pending_activation_which_rolls_back() {
-    let log = Log::default();
     let (_d, host) = host();
+    pending_activation_cancelled(host).await;
+}
+
+/// With no activation deadline the factory and `activate` run in the
+/// operation's driver (issue 23); dispose still cancels a pending one, which
+/// rolls back the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_activation_deadline_dispose_still_cancels_a_pending_activation() {
+    let (_d, host) = host_with(|o| o.without_activation_deadline());
+    within(pending_activation_cancelled(host)).await;
+}
+
+async fn pending_activation_cancelled(host: exthost::host::ExtensionHost) {
+    let log = Log::default();
     let pending = Script::new("pending", &log)
         .disposers(1)
         .tools(&["t"])

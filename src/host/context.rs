@@ -1,14 +1,12 @@
 //! The activation context (H-6): exactly five capabilities.
 //!
 //! Architecture invariants:
-//! - Depends on `code.rs`, `contain.rs`, `error.rs` and `shell.rs` (it
-//!   registers through a weak handle to the shell, never keeping the host
-//!   alive). This and `extension.rs` -> `context.rs` -> `shell.rs` ->
-//!   `extension.rs` is the one import circle left in `host/`: the
-//!   [`Extension`](super::Extension) trait takes this context, the context
-//!   reaches the shell, and the shell keeps extension instances.
-//! - It does not depend on `extension.rs`, `manifests.rs` or the drivers;
-//!   it uses `provider.rs` for the provider it registers.
+//! - Depends on `code.rs`, `contain.rs`, `error.rs` and `provider.rs`
+//!   only. It registers through [`HostLink`], a weak link to the host that
+//!   the shell implements (`shell.rs`), so it never names the shell and
+//!   never keeps the host alive: `extension.rs` -> `context.rs` and
+//!   `shell.rs` -> `extension.rs` point one way, with no circle.
+//! - It does not depend on `extension.rs`, `manifests.rs` or the drivers.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -19,9 +17,33 @@ use super::code::{DisposerFn, Event, ExtensionError, HookFn, Tool, ToolDescripto
 use super::contain::Contained;
 use super::error::HostError;
 use super::provider::ProviderSpec;
-use super::shell::{Inner, Shell};
-use crate::core::{ContextId, Registered, Registration};
+use crate::core::{ContextId, Registration};
 use crate::resources::ResourceLoader;
+
+/// What the shell keeps of an accepted registration, beside the core's
+/// record of it: the extension's code, by the handle the core gave.
+pub(crate) enum Kept {
+    /// A tool's descriptor and handler.
+    Tool(ToolDescriptor, Arc<dyn Tool>),
+    /// A hook's handler.
+    Hook(HookFn),
+    /// A disposer.
+    Disposer(DisposerFn),
+    /// Nothing (a provider is data only, kept by the core).
+    Nothing,
+}
+
+/// The host as an activation context reaches it (implemented by the
+/// shell): stage a registration in the core and keep its code.
+pub(crate) trait HostLink: Send + Sync + 'static {
+    /// Stages `registration` through `context`, keeping `kept` under the
+    /// handle the core gives it; false (nothing kept, nothing changed)
+    /// when the context is closed.
+    fn register(&self, context: ContextId, registration: Registration, kept: Kept) -> bool;
+
+    /// The host itself, for [`ActivationContext::host_handle`].
+    fn host(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
 
 /// What an extension's `activate` receives: the trusted resource loader, a
 /// cancellation signal, and four ways to register (tool, hook, disposer,
@@ -34,7 +56,7 @@ use crate::resources::ResourceLoader;
 /// reopen it.
 #[derive(Clone)]
 pub struct ActivationContext {
-    pub(crate) host: Weak<Inner>,
+    pub(crate) host: Weak<dyn HostLink>,
     pub(crate) context: ContextId,
     pub(crate) extension: String,
     pub(crate) resources: ResourceLoader,
@@ -75,11 +97,7 @@ impl ActivationContext {
     ) -> Result<(), HostError> {
         let spec = descriptor.spec();
         let tool: Arc<dyn Tool> = Arc::new(Contained::new(tool));
-        self.register(Registration::Tool(spec), move |shell, handle| {
-            if let Registered::Tool(r) = handle {
-                shell.stage_tool(r, descriptor, tool);
-            }
-        })
+        self.register(Registration::Tool(spec), Kept::Tool(descriptor, tool))
     }
 
     /// Stages a provider (M-8). It is checked at once by the rules of a
@@ -94,7 +112,7 @@ impl ActivationContext {
     /// rollback, reload and shutdown.
     pub fn register_provider(&self, provider: ProviderSpec) -> Result<(), HostError> {
         let record = provider.record()?;
-        self.register(Registration::Provider(record), |_, _| {})
+        self.register(Registration::Provider(record), Kept::Nothing)
     }
 
     /// Stages an event hook. Hooks run in activation order, then
@@ -109,11 +127,7 @@ impl ActivationContext {
             Some(hook) => Box::pin(hook(event)),
             None => Box::pin(async { Err(ExtensionError::new("the hook is gone")) }),
         });
-        self.register(Registration::Hook, move |shell, handle| {
-            if let Registered::Hook(r) = handle {
-                shell.hooks.insert(r, hook);
-            }
-        })
+        self.register(Registration::Hook, Kept::Hook(hook))
     }
 
     /// Stages a disposer. Disposers run in reverse registration order, at
@@ -128,29 +142,18 @@ impl ActivationContext {
             Some(disposer) => Box::pin(disposer()),
             None => Box::pin(async { Err(ExtensionError::new("the disposer is gone")) }),
         });
-        self.register(Registration::Disposer, move |shell, handle| {
-            if let Registered::Disposer(r) = handle {
-                shell.disposers.insert(r, disposer);
-            }
-        })
+        self.register(Registration::Disposer, Kept::Disposer(disposer))
     }
 
-    fn register(
-        &self,
-        registration: Registration,
-        keep: impl FnOnce(&mut Shell, Registered),
-    ) -> Result<(), HostError> {
+    fn register(&self, registration: Registration, kept: Kept) -> Result<(), HostError> {
         let closed = || HostError::ContextClosed {
             extension: self.extension.clone(),
         };
         let host = self.host.upgrade().ok_or_else(closed)?;
-        let mut shell = host.lock();
-        match shell.registration(self.context, registration) {
-            Some(handle) => {
-                keep(&mut shell, handle);
-                Ok(())
-            }
-            None => Err(closed()),
+        if host.register(self.context, registration, kept) {
+            Ok(())
+        } else {
+            Err(closed())
         }
     }
 }

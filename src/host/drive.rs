@@ -85,6 +85,9 @@ pub(crate) struct Driver {
     activation_deadline: Option<Instant>,
     /// The running activation's deadline, for its error text.
     activation_budget: Option<Duration>,
+    /// The running activation's factory and `activate` run in this task
+    /// (the core's placement: no activation deadline).
+    activation_inline: bool,
     /// Results of the running emit's hooks not yet fed to the core, when
     /// they run in tasks of their own.
     hook_results: Arc<Mutex<HookProgress>>,
@@ -104,6 +107,7 @@ impl Driver {
             settled: false,
             activation_deadline: None,
             activation_budget: None,
+            activation_inline: false,
             hook_results: Arc::default(),
             hooks_done: Vec::new(),
         }
@@ -228,10 +232,22 @@ impl Driver {
     }
 
     async fn call_factory(&mut self, extension: String, context: ContextId) {
-        let deadline = self.deadline(DeadlineStep::Activation(&extension));
+        let (placement, factory) = {
+            let shell = self.inner.lock();
+            (
+                shell
+                    .core
+                    .activation_placement(&self.inner.deadlines, &extension),
+                shell.factories.get(&extension).cloned(),
+            )
+        };
+        self.activation_inline = placement == Placement::Inline;
+        let deadline = match placement {
+            Placement::Inline => None,
+            Placement::Task(deadline) => deadline,
+        };
         self.activation_budget = deadline;
         self.activation_deadline = deadline.map(|d| Instant::now() + d);
-        let factory = self.inner.lock().factories.get(&extension).cloned();
         self.record(CodeRun::Factory(context));
         let Some(factory) = factory else {
             return self.feed([Input::FactoryReturned {
@@ -239,10 +255,17 @@ impl Driver {
                 result: Err(Failure::error("no factory for this extension")),
             }]);
         };
+        let host = self.inner.id;
+        if self.activation_inline {
+            // No deadline: nothing would stop waiting for the factory, so
+            // it runs here (a factory that blocks its thread blocks this
+            // operation's driver, as documented).
+            let result = under_queue_thread(host, || catch_sync(|| factory()));
+            return self.factory_returned(context, result, false);
+        }
         // The factory is synchronous: it runs on the blocking pool, marked
         // as running under this host's queue, so one that blocks its thread
         // cannot hold the deadline hostage.
-        let host = self.inner.id;
         let task = AbortOnDrop(tokio::task::spawn_blocking(move || {
             under_queue_thread(host, || catch_sync(|| factory()))
         }));
@@ -258,18 +281,27 @@ impl Driver {
             }
         };
         let late = passed(self.activation_deadline);
+        self.factory_returned(context, result, late)
+    }
+
+    /// Keeps the instance the factory made and feeds the result (after the
+    /// deadline's input when it came too late), under one lock.
+    fn factory_returned(
+        &self,
+        context: ContextId,
+        result: Result<Arc<dyn super::extension::Extension>, Failure>,
+        late: bool,
+    ) {
+        let mut shell = self.inner.lock();
         let result = result.map(|instance| {
-            let mut shell = self.inner.lock();
             if let Some(old) = shell.instances.insert(context, instance) {
                 shell.bury(old);
             }
         });
-        let mut inputs = Vec::with_capacity(2);
         if late {
-            inputs.push(Input::DeadlinePassed { op: self.op });
+            let _ = shell.apply(Input::DeadlinePassed { op: self.op });
         }
-        inputs.push(Input::FactoryReturned { context, result });
-        self.feed(inputs)
+        let _ = shell.apply(Input::FactoryReturned { context, result });
     }
 
     async fn run_activate(&mut self, extension: String, context: ContextId) {
@@ -287,13 +319,27 @@ impl Driver {
             }]);
         };
         let cx = ActivationContext {
-            host: Arc::downgrade(&self.inner),
+            host: Arc::downgrade(&self.inner) as std::sync::Weak<dyn super::context::HostLink>,
             context,
             extension,
             resources: self.inner.resources.clone(),
             cancellation: token.clone(),
         };
         self.record(CodeRun::Activate(context));
+        if self.activation_inline {
+            // No deadline: `activate` runs here, in the driver's task (under
+            // the queue), until it returns or the activation is cancelled.
+            let run = contain(|| instance.activate(cx));
+            let result = tokio::select! {
+                biased;
+                _ = token.cancelled() => Err(Failure::coded(
+                    codes::EXTENSION_ACTIVATION_CANCELLED,
+                    "the activation was cancelled",
+                )),
+                result = run => result,
+            };
+            return self.feed([Input::ActivateReturned { context, result }]);
+        }
         let mut task = AbortOnDrop(spawn_code(self.inner.id, async move {
             contain(|| instance.activate(cx)).await
         }));
@@ -578,6 +624,7 @@ impl Drop for Driver {
         next.begun = true;
         next.activation_deadline = self.activation_deadline;
         next.activation_budget = self.activation_budget;
+        next.activation_inline = self.activation_inline;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let host = self.inner.id;

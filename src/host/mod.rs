@@ -902,7 +902,11 @@ impl ActivationContext {
     /// A weak handle to the host running this activation, for adapters that
     /// watch an extension from outside the queue (see [`HostHandle`]).
     pub fn host_handle(&self) -> HostHandle {
-        HostHandle(self.host.clone())
+        let host = self
+            .host
+            .upgrade()
+            .and_then(|link| link.host().downcast::<Inner>().ok());
+        HostHandle(host.as_ref().map(Arc::downgrade).unwrap_or_default())
     }
 }
 

@@ -23,8 +23,9 @@ use rpds::{RedBlackTreeMapSync, VectorSync};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::code::{DisposerFn, HookFn, Tool, ToolDescriptor};
+use super::code::{DisposerFn, HookFn, ToolDescriptor};
 use super::contain::drop_contained;
+use super::context::{HostLink, Kept};
 use super::error::HostError;
 use super::extension::{Extension, ExtensionDefinition, Factory};
 use super::snapshot::{ToolHandler, ToolSnapshot};
@@ -402,7 +403,7 @@ impl Shell {
     }
 
     /// Stages a registration; `None` when the context is closed.
-    pub fn registration(
+    fn registration(
         &mut self,
         context: ContextId,
         registration: Registration,
@@ -416,9 +417,21 @@ impl Shell {
         reply.ok()
     }
 
-    pub fn stage_tool(&mut self, r: ToolRef, descriptor: ToolDescriptor, tool: Arc<dyn Tool>) {
-        self.tools
-            .insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
+    /// Keeps the code of an accepted registration under its handle.
+    fn keep(&mut self, handle: Registered, kept: Kept) {
+        match (handle, kept) {
+            (Registered::Tool(r), Kept::Tool(descriptor, tool)) => {
+                self.tools
+                    .insert_mut(r, Arc::new(ToolHandler { descriptor, tool }));
+            }
+            (Registered::Hook(r), Kept::Hook(hook)) => {
+                self.hooks.insert(r, hook);
+            }
+            (Registered::Disposer(r), Kept::Disposer(disposer)) => {
+                self.disposers.insert(r, disposer);
+            }
+            (_, kept) => self.bury(kept),
+        }
     }
 
     /// Active extensions, in activation order.
@@ -490,6 +503,28 @@ impl Drop for ShellGuard<'_> {
         for body in graveyard {
             drop_contained(body);
         }
+    }
+}
+
+/// How an activation context reaches its host (H-6): stage in the core,
+/// keep the code in the shell's tables, under one lock.
+impl HostLink for Inner {
+    fn register(&self, context: ContextId, registration: Registration, kept: Kept) -> bool {
+        let mut shell = self.lock();
+        match shell.registration(context, registration) {
+            Some(handle) => {
+                shell.keep(handle, kept);
+                true
+            }
+            None => {
+                shell.bury(kept);
+                false
+            }
+        }
+    }
+
+    fn host(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
     }
 }
 
