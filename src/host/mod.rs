@@ -17,8 +17,9 @@
 //!   `manifests`;
 //!   `shell` (state and the core's commands); `drive`, `calls`, `submit`
 //!   (running operations and tool calls). A module uses only layers below
-//!   it, except the one circle `extension` -> `context` -> `shell` ->
-//!   `extension` that the extension trait's signature forces.
+//!   it: `context` reaches the shell through the `HostLink` trait it
+//!   defines and the shell implements, so `extension` -> `context` and
+//!   `shell` -> `extension` make no circle.
 //! - Every decision a caller can observe is the core's ([`crate::core`]);
 //!   the shell routes commands and runs extension code.
 
