@@ -2,8 +2,8 @@
 //! sink for the tool's progress reports
 //! ([`super::ExtensionHost::call_tool_with`]).
 //!
-//! Architecture invariant: plain data and two task-locals; depends on
-//! nothing else in `host/`.
+//! Architecture invariant: plain data and one task-local (what the running
+//! call's tool can ask for); depends on nothing else in `host/`.
 
 use std::sync::Arc;
 
@@ -92,9 +92,19 @@ impl CallOptions {
     }
 }
 
+/// What the tool of the call running in a task can ask for: one
+/// task-local for all three, so a call pays one scope.
+pub(crate) struct CallScope {
+    /// The host's signal: fired when the call's extension is cleaned up.
+    pub cancellation: CancellationToken,
+    /// The caller's progress sink.
+    pub progress: Option<ProgressSink>,
+    /// The caller's own cancellation.
+    pub caller: Option<CancellationToken>,
+}
+
 tokio::task_local! {
-    pub(crate) static CALL_PROGRESS: Option<ProgressSink>;
-    pub(crate) static CALLER_CANCELLATION: Option<CancellationToken>;
+    pub(crate) static CALL: CallScope;
 }
 
 /// The cancellation of the tool call running in this task by its caller
@@ -102,13 +112,13 @@ tokio::task_local! {
 /// process extension's proxy forwards only this one to its server: at a
 /// reload or at shutdown a proxied call may finish (P-4, H-11).
 pub(crate) fn caller_cancellation() -> Option<CancellationToken> {
-    CALLER_CANCELLATION.try_with(Clone::clone).ok().flatten()
+    CALL.try_with(|call| call.caller.clone()).ok().flatten()
 }
 
 /// The progress sink of the tool call running in this task, if its caller
 /// gave one.
 pub fn current_call_progress() -> Option<ProgressSink> {
-    CALL_PROGRESS.try_with(Clone::clone).ok().flatten()
+    CALL.try_with(|call| call.progress.clone()).ok().flatten()
 }
 
 /// Reports progress of the tool call running in this task to its caller.

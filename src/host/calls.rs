@@ -18,16 +18,12 @@ use tokio::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::call_options::{CALL_PROGRESS, CALLER_CANCELLATION, CallOptions};
+use super::call_options::{CALL, CallOptions, CallScope};
 use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
 use super::trace::CodeRun;
 use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
-
-tokio::task_local! {
-    static CALL_CANCELLATION: CancellationToken;
-}
 
 /// The cancellation signal of the tool call running in this task, if any.
 ///
@@ -37,7 +33,7 @@ tokio::task_local! {
 /// (`EXTENSION_TIMEOUT` for its caller) if it outlives the wait. A tool that
 /// does long work should watch it.
 pub fn current_call_cancellation() -> Option<CancellationToken> {
-    CALL_CANCELLATION.try_with(Clone::clone).ok()
+    CALL.try_with(|call| call.cancellation.clone()).ok()
 }
 
 /// Ends call `call` in the core, once: whoever gets here first (the call's
@@ -50,8 +46,12 @@ fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
     let Some(handle) = shell.calls.remove(&call) else {
         return CallVerdict::Discarded;
     };
-    shell.bury(handle);
-    shell.call_finished(call, deadline_passed)
+    let verdict = shell.call_finished(call, deadline_passed);
+    drop(shell);
+    // The call's signals and abort handle hold no extension data: they
+    // are dropped here, after the lock, with no trip through the graveyard.
+    drop(handle);
+    verdict
 }
 
 /// Reports a call whose caller went away.
@@ -161,13 +161,12 @@ pub(crate) async fn call(
             };
             let tool = handler.tool.clone();
             drop(handler);
-            let run = CALL_CANCELLATION.scope(
-                cancel,
-                CALL_PROGRESS.scope(
-                    progress,
-                    CALLER_CANCELLATION.scope(None, contain(move || tool.call(input))),
-                ),
-            );
+            let scope = CallScope {
+                cancellation: cancel,
+                progress,
+                caller: None,
+            };
+            let run = CALL.scope(scope, contain(move || tool.call(input)));
             // The tool runs here, in the caller's task; shutdown's
             // `AbandonCalls` ends the wait (and drops the tool's future,
             // inside containment). A caller that drops this future drops
@@ -187,19 +186,18 @@ pub(crate) async fn call(
     let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
     let tool_cancel = cancel.clone();
-    let task = tokio::spawn(CALL_CANCELLATION.scope(
-        cancel,
-        CALL_PROGRESS.scope(
-            progress,
-            CALLER_CANCELLATION.scope(caller_cancel.clone(), async move {
-                let tool = handler.tool.clone();
-                let result = contain(move || tool.call(input)).await;
-                let late = deadline.is_some_and(|d| started.elapsed() >= d);
-                let verdict = finish(&task_inner, call, late);
-                let _ = sender.send((result, verdict));
-            }),
-        ),
-    ));
+    let scope = CallScope {
+        cancellation: cancel,
+        progress,
+        caller: caller_cancel.clone(),
+    };
+    let task = tokio::spawn(CALL.scope(scope, async move {
+        let tool = handler.tool.clone();
+        let result = contain(move || tool.call(input)).await;
+        let late = deadline.is_some_and(|d| started.elapsed() >= d);
+        let verdict = finish(&task_inner, call, late);
+        let _ = sender.send((result, verdict));
+    }));
     let abort = task.abort_handle();
     {
         let mut shell = inner.lock();

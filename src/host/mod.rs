@@ -379,8 +379,11 @@ impl ExtensionHost {
         let span = tracing::info_span!("exthost.activate", extension = id);
         async {
             let started = std::time::Instant::now();
-            let result =
-                caused_by(PublicCall::Activate(id.to_owned()), self.activate_inner(id)).await;
+            let result = caused_by(
+                self.cause(|| PublicCall::Activate(id.to_owned())),
+                self.activate_inner(id),
+            )
+            .await;
             let elapsed_us = started.elapsed().as_micros() as u64;
             match &result {
                 Ok(Activation::Activated) => {
@@ -422,7 +425,11 @@ impl ExtensionHost {
     pub async fn reload(&self, id: &str) -> Result<Reload, HostError> {
         let span = tracing::info_span!("exthost.reload", extension = id);
         async {
-            let result = caused_by(PublicCall::Reload(id.to_owned()), self.reload_inner(id)).await;
+            let result = caused_by(
+                self.cause(|| PublicCall::Reload(id.to_owned())),
+                self.reload_inner(id),
+            )
+            .await;
             match &result {
                 Ok(reload) => tracing::info!(?reload, "reload settled"),
                 Err(e) => tracing::warn!(outcome = e.code(), error = %e, "reload failed"),
@@ -499,8 +506,11 @@ impl ExtensionHost {
         let span = tracing::info_span!("exthost.emit", event = %event.name);
         async {
             let started = std::time::Instant::now();
-            let result =
-                caused_by(PublicCall::Emit(event.name.clone()), self.emit_inner(event)).await;
+            let result = caused_by(
+                self.cause(|| PublicCall::Emit(event.name.clone())),
+                self.emit_inner(event),
+            )
+            .await;
             let elapsed_us = started.elapsed().as_micros() as u64;
             match &result {
                 Ok(report) => {
@@ -556,7 +566,11 @@ impl ExtensionHost {
     /// declarations) that is still `discovered`, in discovery order, each as
     /// its own transaction; returns each one's result.
     pub async fn activate_eager(&self) -> Vec<(String, Result<Activation, HostError>)> {
-        caused_by(PublicCall::ActivateEager, self.activate_eager_inner()).await
+        caused_by(
+            self.cause(|| PublicCall::ActivateEager),
+            self.activate_eager_inner(),
+        )
+        .await
     }
 
     async fn activate_eager_inner(&self) -> Vec<(String, Result<Activation, HostError>)> {
@@ -619,7 +633,7 @@ impl ExtensionHost {
         let span = tracing::info_span!("exthost.dispose");
         async {
             let started = std::time::Instant::now();
-            let result = caused_by(PublicCall::Dispose, self.dispose_inner()).await;
+            let result = caused_by(self.cause(|| PublicCall::Dispose), self.dispose_inner()).await;
             let elapsed_us = started.elapsed().as_micros() as u64;
             match &result {
                 Ok(()) => tracing::info!(outcome = "disposed", elapsed_us, "host shut down"),
@@ -699,7 +713,11 @@ impl ExtensionHost {
             provider: provider.to_owned(),
             model: model.to_owned(),
         };
-        caused_by(cause, self.select_provider_inner(provider, model)).await
+        caused_by(
+            self.cause(|| cause),
+            self.select_provider_inner(provider, model),
+        )
+        .await
     }
 
     async fn select_provider_inner(
@@ -755,6 +773,13 @@ impl ExtensionHost {
             .await
     }
 
+    /// The public call that causes what follows, for a recording host's
+    /// trace; `None` (nothing built, no task-local scope) without a
+    /// recorder.
+    fn cause(&self, call: impl FnOnce() -> PublicCall) -> Option<PublicCall> {
+        self.inner.recorder.is_some().then(call)
+    }
+
     /// [`ExtensionHost::call_tool`] with the caller's [`CallOptions`]: its
     /// own cancellation (the caller gets `TOOL_CALL_CANCELLED` at once, the
     /// tool gets its cancellation signal, and the call stays tracked until
@@ -767,11 +792,11 @@ impl ExtensionHost {
     ) -> Result<Value, HostError> {
         let span = tracing::debug_span!("exthost.call", tool = name);
         async {
-            let result = caused_by(
-                PublicCall::CallTool(name.to_owned()),
-                calls::call(&self.inner, name, input, options),
-            )
-            .await;
+            let call = calls::call(&self.inner, name, input, options);
+            // The cause is only for a recording host's trace: without a
+            // recorder a call pays no task-local scope for it.
+            let result =
+                caused_by(self.cause(|| PublicCall::CallTool(name.to_owned())), call).await;
             match &result {
                 Ok(_) => tracing::debug!(outcome = "ok", "tool call returned"),
                 Err(e) => tracing::debug!(outcome = e.code(), error = %e, "tool call failed"),
@@ -803,7 +828,7 @@ impl ExtensionHost {
         options: CallOptions,
     ) -> Result<Value, HostError> {
         caused_by(
-            PublicCall::CallToolActivating(name.to_owned()),
+            self.cause(|| PublicCall::CallToolActivating(name.to_owned())),
             self.call_tool_activating_inner(name, input, options),
         )
         .await

@@ -139,11 +139,14 @@ impl Recorder {
 
 /// Runs `future` as caused by `call`, unless an outer public call already
 /// is its cause (`emit` activating a triggered extension stays `emit`'s).
-pub(crate) async fn caused_by<F: std::future::Future>(call: PublicCall, future: F) -> F::Output {
-    if CAUSE.try_with(|_| ()).is_ok() {
-        future.await
-    } else {
-        CAUSE.scope(call, future).await
+pub(crate) async fn caused_by<F: std::future::Future>(
+    call: Option<PublicCall>,
+    future: F,
+) -> F::Output {
+    match call {
+        Some(call) if CAUSE.try_with(|_| ()).is_err() => CAUSE.scope(call, future).await,
+        // Not recording (no cause to keep), or a cause is already set.
+        _ => future.await,
     }
 }
 
