@@ -252,8 +252,9 @@ pub struct ExtensionInfo {
 /// Sync`, and cancel-safe: dropping any future it returns never leaves
 /// partial state and never wedges the queue.
 ///
-/// Its async operations run extension code in tasks of their own, so they
-/// must be awaited inside a tokio runtime (any flavour); `discover`,
+/// Its async operations run extension code under deadlines in tasks of
+/// their own (code with no deadline runs in the task that waits for it), so
+/// they must be awaited inside a tokio runtime (any flavour); `discover`,
 /// `tools`, `extensions` and `status` are plain calls.
 ///
 /// ```
@@ -755,7 +756,9 @@ impl ExtensionHost {
     }
 
     /// Calls a live tool by runtime name. Tools run concurrently, outside
-    /// the queue, each in a task of its own; a panic is contained (H-8).
+    /// the queue: in the caller's task when no call deadline applies (a
+    /// tool that blocks its thread then blocks its caller), else in a task
+    /// of their own; a panic is contained (H-8).
     /// The host tracks every call in flight: shutdown fires the call's
     /// signal ([`current_call_cancellation`]) and waits for it before its
     /// extension's first cleanup step, and abandons it with
