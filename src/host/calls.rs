@@ -22,6 +22,7 @@ use super::call_options::{CALL, CallOptions, CallScope};
 use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
+use super::snapshot::ToolHandler;
 use super::trace::CodeRun;
 use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
 
@@ -182,15 +183,43 @@ pub(crate) async fn call(
         }
         Placement::Task(deadline) => deadline,
     };
+    // The task path is boxed: the inline path's future, the common one,
+    // stays small (no copy of the task path's state on every move).
+    Box::pin(call_in_task(
+        inner,
+        name,
+        call,
+        handler,
+        input,
+        CallScope {
+            cancellation: cancel,
+            progress,
+            caller: caller_cancel,
+        },
+        abandon,
+        deadline,
+    ))
+    .await
+}
+
+/// A call in a task of its own: bounded by its deadline, and able to go on
+/// after its caller returned on its own cancellation.
+#[allow(clippy::too_many_arguments)]
+async fn call_in_task(
+    inner: &Arc<Inner>,
+    name: &str,
+    call: CallId,
+    handler: Arc<ToolHandler>,
+    input: Value,
+    scope: CallScope,
+    abandon: CancellationToken,
+    deadline: Option<Duration>,
+) -> Result<Value, HostError> {
+    let caller_cancel = scope.caller.clone();
+    let tool_cancel = scope.cancellation.clone();
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
-    let tool_cancel = cancel.clone();
-    let scope = CallScope {
-        cancellation: cancel,
-        progress,
-        caller: caller_cancel.clone(),
-    };
     let task = tokio::spawn(CALL.scope(scope, async move {
         let tool = handler.tool.clone();
         let result = contain(move || tool.call(input)).await;
