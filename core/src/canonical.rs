@@ -12,12 +12,22 @@
 //! (crate `exthost-model`) uses the same renaming on its own observations,
 //! so that states which differ only in handle numbers are one state.
 //!
+//! Every type that holds handles has one walk over them, [`Handles`]
+//! (`renaming.rs`), written once from the list of its places with
+//! [`impl_handles!`](crate::impl_handles): here for the core's public data
+//! types (contributions, cleanup steps and failures, live hooks,
+//! outcomes), in `machine/canonical.rs` for the host's own state, and in
+//! the model's `canonical.rs` for its environment and actions. Listing the
+//! handles ([`HandleSet::add_all`]) and renaming them
+//! ([`Renaming::apply`]) are two visitors over that one walk.
+//!
 //! Architecture invariants:
 //!
 //! - This module depends only on `renaming.rs` (the vocabulary: kinds,
-//!   sets and renamings of handles, re-exported here), [`super::lifecycle`]
-//!   (for [`Contribution`]) and [`super::outcome`] (cleanup steps and live
-//!   hooks); it knows nothing of [`super::machine`]. The walk over the
+//!   sets and renamings of handles, the [`Handles`] walk, re-exported
+//!   here), [`super::lifecycle`] (contributions), [`super::outcome`]
+//!   (cleanup steps, live hooks, outcomes) and [`super::registry`] (tool
+//!   specs, which hold no handle); it knows nothing of [`super::machine`]. The walk over the
 //!   host's own state, which must see `HostCore`'s private fields, is
 //!   `machine/canonical.rs`, on top of this module and `machine/state.rs`.
 //! - The core behaves the same on a renamed state, up to the renaming. The
@@ -28,20 +38,24 @@
 //!   largest handle of their kind after renaming, so the next handle the
 //!   core gives out is still fresh (greater than every handle present), as
 //!   it was before.
-//! - `machine/canonical.rs` is the only code outside the transition
-//!   functions that knows where the core keeps handles. A new field that
-//!   holds a handle must be visited by both `HostCore::handles` and
-//!   `HostCore::rename_handles`; the model's property test
-//!   (`model/tests/canonical.rs`) fails otherwise, as its seeded bug
+//! - The `impl_handles!` lists here and in `machine/canonical.rs` are the
+//!   only code outside the transition functions that knows where the core
+//!   keeps handles. A new field that holds a handle is added to its type's
+//!   list, once: listing and renaming cannot disagree, since both walk that
+//!   list. A field missing from a list is caught by the model's property
+//!   test (`model/tests/canonical.rs`), as its seeded bug
 //!   ([`CanonicalBug`], in `mutants` builds) shows.
 //! - The registry's publication sequence numbers are renumbered `0..n` too
 //!   (they only order entries), and nothing else changes: names, API names,
 //!   owners, statuses, attempt counts and discovery order are kept.
 
-pub use super::renaming::{Handle, HandleKind, HandleSet, NotIncreasing, Renaming};
+pub use super::renaming::{Handle, HandleKind, HandleSet, Handles, NotIncreasing, Renaming, moves};
 
-use super::lifecycle::Contribution;
-use super::outcome::{CleanupKind, CleanupStep, LiveHook, StepFailure};
+use super::lifecycle::{Activating, Active, Contribution};
+use super::outcome::{
+    ActivationFailure, CleanupKind, CleanupStep, LiveHook, OpOutcome, StepFailure,
+};
+use super::registry::ToolSpec;
 
 /// Seeded bugs of the renaming, for the model's property test to show it
 /// catches a renaming that forgets a place (`mutants` builds only).
@@ -52,73 +66,43 @@ pub enum CanonicalBug {
     ForgetQueuedOps,
 }
 
-/// The handles of a contribution.
-pub(crate) fn contribution_handles(c: &Contribution, set: &mut HandleSet) {
-    for (tool, _) in &c.tools {
-        set.add(*tool);
-    }
-    for hook in &c.hooks {
-        set.add(*hook);
-    }
-    for disposer in &c.disposers {
-        set.add(*disposer);
-    }
-}
+// Where the core's data types hold handles: one list each.
 
-/// A contribution with its handles renamed.
-pub(crate) fn rename_contribution(c: &mut Contribution, r: &Renaming) {
-    for (tool, _) in &mut c.tools {
-        *tool = r.rename(*tool);
-    }
-    for hook in &mut c.hooks {
-        *hook = r.rename(*hook);
-    }
-    for disposer in &mut c.disposers {
-        *disposer = r.rename(*disposer);
-    }
-}
-
-/// The handles of a cleanup step (its context and, for a disposer, the
-/// disposer).
-pub fn step_handles(step: &CleanupStep, set: &mut HandleSet) {
-    set.add(step.context);
-    if let CleanupKind::Disposer { disposer, .. } = step.kind {
-        set.add(disposer);
-    }
-}
-
-/// A cleanup step with its handles renamed.
-pub fn rename_step(step: &mut CleanupStep, r: &Renaming) {
-    step.context = r.rename(step.context);
-    if let CleanupKind::Disposer { disposer, .. } = &mut step.kind {
-        *disposer = r.rename(*disposer);
-    }
-}
-
-/// A live hook with its handle renamed.
-pub fn rename_hook(hook: &mut LiveHook, r: &Renaming) {
-    hook.hook = r.rename(hook.hook);
-}
-
-/// The handles of a cleanup plan and its failed steps.
-pub(crate) fn cursor_handles(steps: &[CleanupStep], failures: &[StepFailure], set: &mut HandleSet) {
-    for step in steps {
-        step_handles(step, set);
-    }
-    for f in failures {
-        step_handles(&f.step, set);
-    }
-}
-
-/// A cleanup plan and its failed steps with their handles renamed.
-pub(crate) fn rename_cursor(steps: &mut [CleanupStep], failures: &mut [StepFailure], r: &Renaming) {
-    for step in steps {
-        rename_step(step, r);
-    }
-    for f in failures {
-        rename_step(&mut f.step, r);
-    }
-}
+crate::no_handles!(ToolSpec);
+crate::impl_handles!(Contribution {
+    tools,
+    hooks,
+    disposers
+});
+crate::impl_handles!(Active {
+    context,
+    contribution
+});
+crate::impl_handles!(Activating { context, staged });
+crate::impl_handles!(CleanupStep { context, kind });
+crate::impl_handles!(match CleanupKind {
+    CleanupKind::Disposer { disposer, .. } => [disposer],
+    CleanupKind::Instance => [],
+});
+crate::impl_handles!(StepFailure { step });
+crate::impl_handles!(LiveHook { hook });
+crate::impl_handles!(ActivationFailure { cleanup_failures });
+crate::impl_handles!(match OpOutcome {
+    OpOutcome::ActivationFailed(f)
+    | OpOutcome::ReloadFailed(f)
+    | OpOutcome::DependencyFailed { failure: f, .. } => [f],
+    OpOutcome::Reloaded {
+        cleanup_failures, ..
+    } => [cleanup_failures],
+    OpOutcome::Disposed { failures } => [failures],
+    OpOutcome::Activated { .. }
+    | OpOutcome::AlreadyActive { .. }
+    | OpOutcome::CancelledBeforeStart { .. }
+    | OpOutcome::DependencyMissing { .. }
+    | OpOutcome::NotActive { .. }
+    | OpOutcome::NotFound { .. }
+    | OpOutcome::Emitted { .. } => [],
+});
 
 #[cfg(test)]
 mod tests {
