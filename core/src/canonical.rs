@@ -53,9 +53,10 @@ pub use super::renaming::{Handle, HandleKind, HandleSet, Handles, NotIncreasing,
 
 use super::lifecycle::{Activating, Active, Contribution};
 use super::outcome::{
-    ActivationFailure, CleanupKind, CleanupStep, LiveHook, OpOutcome, StepFailure,
+    ActivationFailure, CleanupKind, CleanupStep, FailureCause, HookDiagnostic, LiveHook, OpKind,
+    OpOutcome, StepFailure,
 };
-use super::registry::ToolSpec;
+use super::registry::{Owner, RegistryError, ToolSpec};
 
 /// Seeded bugs of the renaming, for the model's property test to show it
 /// catches a renaming that forgets a place (`mutants` builds only).
@@ -102,6 +103,222 @@ crate::impl_handles!(match OpOutcome {
     | OpOutcome::NotActive { .. }
     | OpOutcome::NotFound { .. }
     | OpOutcome::Emitted { .. } => [],
+});
+
+/// A value that holds extension ids: the one walk over them, for the
+/// exchange of two interchangeable extensions (`machine/symmetry.rs`, and
+/// the model's `symmetry.rs`). Extension ids are plain `String`s, as are
+/// tool names, API names and messages, so a type does not say which
+/// strings are ids: each list ([`impl_ids!`](crate::impl_ids)) names the
+/// fields that are, and a `String` reached through a list is an id.
+pub trait ExtensionIds {
+    /// Visits every extension id.
+    fn ids(&self, v: &mut impl FnMut(&str));
+    /// Visits every extension id for rewriting, in the same places as
+    /// [`ExtensionIds::ids`].
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String));
+}
+
+/// The exchange of two extension ids, `x` and `y`, as a visitor for
+/// [`ExtensionIds::ids_mut`]: `x` becomes `y`, `y` becomes `x`, any other
+/// id stays.
+pub fn exchange_ids<'a>(x: &'a str, y: &'a str) -> impl Fn(&mut String) + 'a {
+    move |id: &mut String| {
+        if id == x {
+            y.clone_into(id);
+        } else if id == y {
+            x.clone_into(id);
+        }
+    }
+}
+
+/// True when the rewriting visitor `v` changes one of the ids of `x`
+/// (read-only: `x` is not touched).
+pub fn moves_ids<T: ExtensionIds + ?Sized>(x: &T, v: &mut impl FnMut(&mut String)) -> bool {
+    let mut buf = String::new();
+    let mut moved = false;
+    x.ids(&mut |id| {
+        if !moved {
+            id.clone_into(&mut buf);
+            v(&mut buf);
+            moved = buf != id;
+        }
+    });
+    moved
+}
+
+/// Implements [`ExtensionIds`] from one list of the places that hold
+/// extension ids, as [`impl_handles!`](crate::impl_handles) does for
+/// handles: `impl_ids!(Type { field })` or
+/// `impl_ids!(match Type { Type::A(x) => [x], _ => [] })`.
+#[macro_export]
+macro_rules! impl_ids {
+    ($ty:ty { $($field:ident),* $(,)? }) => {
+        impl $crate::canonical::ExtensionIds for $ty {
+            fn ids(&self, v: &mut impl FnMut(&str)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                $(self.$field.ids(v);)*
+            }
+            fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                $(self.$field.ids_mut(v);)*
+            }
+        }
+    };
+    (match $ty:ty { $($pat:pat => [$($place:expr),* $(,)?]),* $(,)? }) => {
+        impl $crate::canonical::ExtensionIds for $ty {
+            #[allow(unused_variables)]
+            fn ids(&self, v: &mut impl FnMut(&str)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                match self {
+                    $($pat => { $($place.ids(v);)* })*
+                }
+            }
+            #[allow(unused_variables)]
+            fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                match self {
+                    $($pat => { $($place.ids_mut(v);)* })*
+                }
+            }
+        }
+    };
+}
+
+impl ExtensionIds for String {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        v(self);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        v(self);
+    }
+}
+
+impl<T: ExtensionIds> ExtensionIds for Option<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        if let Some(x) = self {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if let Some(x) = self {
+            x.ids_mut(v);
+        }
+    }
+}
+
+impl<T: ExtensionIds> ExtensionIds for [T] {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        for x in self {
+            x.ids_mut(v);
+        }
+    }
+}
+
+impl<T: ExtensionIds> ExtensionIds for Vec<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        self.as_slice().ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        self.as_mut_slice().ids_mut(v);
+    }
+}
+
+impl<T: ExtensionIds> ExtensionIds for std::collections::VecDeque<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        for x in self {
+            x.ids_mut(v);
+        }
+    }
+}
+
+/// A persistent vector is rebuilt only when one of its ids changes.
+impl<T: ExtensionIds + Clone> ExtensionIds for rpds::VectorSync<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self.iter() {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if moves_ids(self, v) {
+            *self = self
+                .iter()
+                .map(|x| {
+                    let mut x = x.clone();
+                    x.ids_mut(v);
+                    x
+                })
+                .collect();
+        }
+    }
+}
+
+/// A shared value is copied only when one of its ids changes.
+impl<T: ExtensionIds + Clone> ExtensionIds for std::sync::Arc<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        (**self).ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if moves_ids(&**self, v) {
+            std::sync::Arc::make_mut(self).ids_mut(v);
+        }
+    }
+}
+
+impl<A: ExtensionIds, B: ExtensionIds> ExtensionIds for (A, B) {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        self.0.ids(v);
+        self.1.ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        self.0.ids_mut(v);
+        self.1.ids_mut(v);
+    }
+}
+
+/// Values that hold no extension id (next to ids in pairs).
+macro_rules! no_ids {
+    ($($ty:ty),*) => {
+        $(impl ExtensionIds for $ty {
+            fn ids(&self, _: &mut impl FnMut(&str)) {}
+            fn ids_mut(&mut self, _: &mut impl FnMut(&mut String)) {}
+        })*
+    };
+}
+
+no_ids!(bool, crate::ids::ContextId);
+
+impl_ids!(CleanupStep { extension });
+impl_ids!(StepFailure { step });
+impl_ids!(LiveHook { extension });
+impl_ids!(HookDiagnostic { extension_id });
+impl_ids!(match OpKind {
+    OpKind::Activate(id) | OpKind::Reload(id) => [id],
+    OpKind::Emit | OpKind::Dispose => [],
+});
+impl_ids!(match Owner {
+    Owner::Extension(id) => [id],
+    Owner::Base => [],
+});
+impl_ids!(match FailureCause {
+    FailureCause::Registry(
+        RegistryError::Duplicate { holder, .. } | RegistryError::ProviderClash { holder, .. },
+    ) => [holder],
+    _ => [],
 });
 
 #[cfg(test)]
