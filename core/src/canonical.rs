@@ -21,6 +21,12 @@
 //! handles ([`HandleSet::add_all`]) and renaming them
 //! ([`Renaming::apply`]) are two visitors over that one walk.
 //!
+//! The exchange of two interchangeable extensions (`machine/symmetry.rs`)
+//! is the same kind of visitor over extension ids: [`ExtensionIds`] is the
+//! one walk per type over the fields that hold an id, written with
+//! [`impl_ids!`](crate::impl_ids), and [`exchange_ids`] the visitor. Its
+//! lists for the core's public data types are at the end of this file.
+//!
 //! Architecture invariants:
 //!
 //! - This module depends only on `renaming.rs` (the vocabulary: kinds,
