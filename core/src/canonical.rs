@@ -12,12 +12,28 @@
 //! (crate `exthost-model`) uses the same renaming on its own observations,
 //! so that states which differ only in handle numbers are one state.
 //!
+//! Every type that holds handles has one walk over them, [`Handles`]
+//! (`renaming.rs`), written once from the list of its places with
+//! [`impl_handles!`](crate::impl_handles): here for the core's public data
+//! types (contributions, cleanup steps and failures, live hooks,
+//! outcomes), in `machine/canonical.rs` for the host's own state, and in
+//! the model's `canonical.rs` for its environment and actions. Listing the
+//! handles ([`HandleSet::add_all`]) and renaming them
+//! ([`Renaming::apply`]) are two visitors over that one walk.
+//!
+//! The exchange of two interchangeable extensions (`machine/symmetry.rs`)
+//! is the same kind of visitor over extension ids: [`ExtensionIds`] is the
+//! one walk per type over the fields that hold an id, written with
+//! [`impl_ids!`](crate::impl_ids), and [`exchange_ids`] the visitor. Its
+//! lists for the core's public data types are at the end of this file.
+//!
 //! Architecture invariants:
 //!
 //! - This module depends only on `renaming.rs` (the vocabulary: kinds,
-//!   sets and renamings of handles, re-exported here), [`super::lifecycle`]
-//!   (for [`Contribution`]) and [`super::outcome`] (cleanup steps and live
-//!   hooks); it knows nothing of [`super::machine`]. The walk over the
+//!   sets and renamings of handles, the [`Handles`] walk, re-exported
+//!   here), [`super::lifecycle`] (contributions), [`super::outcome`]
+//!   (cleanup steps, live hooks, outcomes) and [`super::registry`] (tool
+//!   specs, which hold no handle); it knows nothing of [`super::machine`]. The walk over the
 //!   host's own state, which must see `HostCore`'s private fields, is
 //!   `machine/canonical.rs`, on top of this module and `machine/state.rs`.
 //! - The core behaves the same on a renamed state, up to the renaming. The
@@ -28,20 +44,25 @@
 //!   largest handle of their kind after renaming, so the next handle the
 //!   core gives out is still fresh (greater than every handle present), as
 //!   it was before.
-//! - `machine/canonical.rs` is the only code outside the transition
-//!   functions that knows where the core keeps handles. A new field that
-//!   holds a handle must be visited by both `HostCore::handles` and
-//!   `HostCore::rename_handles`; the model's property test
-//!   (`model/tests/canonical.rs`) fails otherwise, as its seeded bug
+//! - The `impl_handles!` lists here and in `machine/canonical.rs` are the
+//!   only code outside the transition functions that knows where the core
+//!   keeps handles. A new field that holds a handle is added to its type's
+//!   list, once: listing and renaming cannot disagree, since both walk that
+//!   list. A field missing from a list is caught by the model's property
+//!   test (`model/tests/canonical.rs`), as its seeded bug
 //!   ([`CanonicalBug`], in `mutants` builds) shows.
 //! - The registry's publication sequence numbers are renumbered `0..n` too
 //!   (they only order entries), and nothing else changes: names, API names,
 //!   owners, statuses, attempt counts and discovery order are kept.
 
-pub use super::renaming::{Handle, HandleKind, HandleSet, NotIncreasing, Renaming};
+pub use super::renaming::{Handle, HandleKind, HandleSet, Handles, NotIncreasing, Renaming, moves};
 
-use super::lifecycle::Contribution;
-use super::outcome::{CleanupKind, CleanupStep, LiveHook, StepFailure};
+use super::lifecycle::{Activating, Active, Contribution};
+use super::outcome::{
+    ActivationFailure, CleanupKind, CleanupStep, FailureCause, HookDiagnostic, LiveHook, OpKind,
+    OpOutcome, StepFailure,
+};
+use super::registry::{Owner, RegistryError, ToolSpec};
 
 /// Seeded bugs of the renaming, for the model's property test to show it
 /// catches a renaming that forgets a place (`mutants` builds only).
@@ -52,73 +73,259 @@ pub enum CanonicalBug {
     ForgetQueuedOps,
 }
 
-/// The handles of a contribution.
-pub(crate) fn contribution_handles(c: &Contribution, set: &mut HandleSet) {
-    for (tool, _) in &c.tools {
-        set.add(*tool);
-    }
-    for hook in &c.hooks {
-        set.add(*hook);
-    }
-    for disposer in &c.disposers {
-        set.add(*disposer);
+// Where the core's data types hold handles: one list each.
+
+crate::no_handles!(ToolSpec);
+crate::impl_handles!(Contribution {
+    tools,
+    hooks,
+    disposers
+});
+crate::impl_handles!(Active {
+    context,
+    contribution
+});
+crate::impl_handles!(Activating { context, staged });
+crate::impl_handles!(CleanupStep { context, kind });
+crate::impl_handles!(match CleanupKind {
+    CleanupKind::Disposer { disposer, .. } => [disposer],
+    CleanupKind::Instance => [],
+});
+crate::impl_handles!(StepFailure { step });
+crate::impl_handles!(LiveHook { hook });
+crate::impl_handles!(ActivationFailure { cleanup_failures });
+crate::impl_handles!(match OpOutcome {
+    OpOutcome::ActivationFailed(f)
+    | OpOutcome::ReloadFailed(f)
+    | OpOutcome::DependencyFailed { failure: f, .. } => [f],
+    OpOutcome::Reloaded {
+        cleanup_failures, ..
+    } => [cleanup_failures],
+    OpOutcome::Disposed { failures } => [failures],
+    OpOutcome::Activated { .. }
+    | OpOutcome::AlreadyActive { .. }
+    | OpOutcome::CancelledBeforeStart { .. }
+    | OpOutcome::DependencyMissing { .. }
+    | OpOutcome::NotActive { .. }
+    | OpOutcome::NotFound { .. }
+    | OpOutcome::Emitted { .. } => [],
+});
+
+/// A value that holds extension ids: the one walk over them, for the
+/// exchange of two interchangeable extensions (`machine/symmetry.rs`, and
+/// the model's `symmetry.rs`). Extension ids are plain `String`s, as are
+/// tool names, API names and messages, so a type does not say which
+/// strings are ids: each list ([`impl_ids!`](crate::impl_ids)) names the
+/// fields that are, and a `String` reached through a list is an id.
+pub trait ExtensionIds {
+    /// Visits every extension id.
+    fn ids(&self, v: &mut impl FnMut(&str));
+    /// Visits every extension id for rewriting, in the same places as
+    /// [`ExtensionIds::ids`].
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String));
+}
+
+/// The exchange of two extension ids, `x` and `y`, as a visitor for
+/// [`ExtensionIds::ids_mut`]: `x` becomes `y`, `y` becomes `x`, any other
+/// id stays.
+pub fn exchange_ids<'a>(x: &'a str, y: &'a str) -> impl Fn(&mut String) + 'a {
+    move |id: &mut String| {
+        if id == x {
+            y.clone_into(id);
+        } else if id == y {
+            x.clone_into(id);
+        }
     }
 }
 
-/// A contribution with its handles renamed.
-pub(crate) fn rename_contribution(c: &mut Contribution, r: &Renaming) {
-    for (tool, _) in &mut c.tools {
-        *tool = r.rename(*tool);
+/// True when the rewriting visitor `v` changes one of the ids of `x`
+/// (read-only: `x` is not touched).
+pub fn moves_ids<T: ExtensionIds + ?Sized>(x: &T, v: &mut impl FnMut(&mut String)) -> bool {
+    let mut buf = String::new();
+    let mut moved = false;
+    x.ids(&mut |id| {
+        if !moved {
+            id.clone_into(&mut buf);
+            v(&mut buf);
+            moved = buf != id;
+        }
+    });
+    moved
+}
+
+/// Implements [`ExtensionIds`] from one list of the places that hold
+/// extension ids, as [`impl_handles!`](crate::impl_handles) does for
+/// handles: `impl_ids!(Type { field })` or
+/// `impl_ids!(match Type { Type::A(x) => [x], _ => [] })`.
+#[macro_export]
+macro_rules! impl_ids {
+    ($ty:ty { $($field:ident),* $(,)? }) => {
+        impl $crate::canonical::ExtensionIds for $ty {
+            fn ids(&self, v: &mut impl FnMut(&str)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                $(self.$field.ids(v);)*
+            }
+            fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                $(self.$field.ids_mut(v);)*
+            }
+        }
+    };
+    (match $ty:ty { $($pat:pat => [$($place:expr),* $(,)?]),* $(,)? }) => {
+        impl $crate::canonical::ExtensionIds for $ty {
+            #[allow(unused_variables)]
+            fn ids(&self, v: &mut impl FnMut(&str)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                match self {
+                    $($pat => { $($place.ids(v);)* })*
+                }
+            }
+            #[allow(unused_variables)]
+            fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::ExtensionIds as _;
+                match self {
+                    $($pat => { $($place.ids_mut(v);)* })*
+                }
+            }
+        }
+    };
+}
+
+impl ExtensionIds for String {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        v(self);
     }
-    for hook in &mut c.hooks {
-        *hook = r.rename(*hook);
-    }
-    for disposer in &mut c.disposers {
-        *disposer = r.rename(*disposer);
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        v(self);
     }
 }
 
-/// The handles of a cleanup step (its context and, for a disposer, the
-/// disposer).
-pub fn step_handles(step: &CleanupStep, set: &mut HandleSet) {
-    set.add(step.context);
-    if let CleanupKind::Disposer { disposer, .. } = step.kind {
-        set.add(disposer);
+impl<T: ExtensionIds> ExtensionIds for Option<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        if let Some(x) = self {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if let Some(x) = self {
+            x.ids_mut(v);
+        }
     }
 }
 
-/// A cleanup step with its handles renamed.
-pub fn rename_step(step: &mut CleanupStep, r: &Renaming) {
-    step.context = r.rename(step.context);
-    if let CleanupKind::Disposer { disposer, .. } = &mut step.kind {
-        *disposer = r.rename(*disposer);
+impl<T: ExtensionIds> ExtensionIds for [T] {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        for x in self {
+            x.ids_mut(v);
+        }
     }
 }
 
-/// A live hook with its handle renamed.
-pub fn rename_hook(hook: &mut LiveHook, r: &Renaming) {
-    hook.hook = r.rename(hook.hook);
-}
-
-/// The handles of a cleanup plan and its failed steps.
-pub(crate) fn cursor_handles(steps: &[CleanupStep], failures: &[StepFailure], set: &mut HandleSet) {
-    for step in steps {
-        step_handles(step, set);
+impl<T: ExtensionIds> ExtensionIds for Vec<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        self.as_slice().ids(v);
     }
-    for f in failures {
-        step_handles(&f.step, set);
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        self.as_mut_slice().ids_mut(v);
     }
 }
 
-/// A cleanup plan and its failed steps with their handles renamed.
-pub(crate) fn rename_cursor(steps: &mut [CleanupStep], failures: &mut [StepFailure], r: &Renaming) {
-    for step in steps {
-        rename_step(step, r);
+impl<T: ExtensionIds> ExtensionIds for std::collections::VecDeque<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self {
+            x.ids(v);
+        }
     }
-    for f in failures {
-        rename_step(&mut f.step, r);
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        for x in self {
+            x.ids_mut(v);
+        }
     }
 }
+
+/// A persistent vector is rebuilt only when one of its ids changes.
+impl<T: ExtensionIds + Clone> ExtensionIds for rpds::VectorSync<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        for x in self.iter() {
+            x.ids(v);
+        }
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if moves_ids(self, v) {
+            *self = self
+                .iter()
+                .map(|x| {
+                    let mut x = x.clone();
+                    x.ids_mut(v);
+                    x
+                })
+                .collect();
+        }
+    }
+}
+
+/// A shared value is copied only when one of its ids changes.
+impl<T: ExtensionIds + Clone> ExtensionIds for std::sync::Arc<T> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        (**self).ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        if moves_ids(&**self, v) {
+            std::sync::Arc::make_mut(self).ids_mut(v);
+        }
+    }
+}
+
+impl<A: ExtensionIds, B: ExtensionIds> ExtensionIds for (A, B) {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        self.0.ids(v);
+        self.1.ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        self.0.ids_mut(v);
+        self.1.ids_mut(v);
+    }
+}
+
+/// Values that hold no extension id (next to ids in pairs).
+macro_rules! no_ids {
+    ($($ty:ty),*) => {
+        $(impl ExtensionIds for $ty {
+            fn ids(&self, _: &mut impl FnMut(&str)) {}
+            fn ids_mut(&mut self, _: &mut impl FnMut(&mut String)) {}
+        })*
+    };
+}
+
+no_ids!(bool, crate::ids::ContextId);
+
+impl_ids!(CleanupStep { extension });
+impl_ids!(StepFailure { step });
+impl_ids!(LiveHook { extension });
+impl_ids!(HookDiagnostic { extension_id });
+impl_ids!(match OpKind {
+    OpKind::Activate(id) | OpKind::Reload(id) => [id],
+    OpKind::Emit | OpKind::Dispose => [],
+});
+impl_ids!(match Owner {
+    Owner::Extension(id) => [id],
+    Owner::Base => [],
+});
+impl_ids!(match FailureCause {
+    FailureCause::Registry(
+        RegistryError::Duplicate { holder, .. } | RegistryError::ProviderClash { holder, .. },
+    ) => [holder],
+    _ => [],
+});
 
 #[cfg(test)]
 mod tests {

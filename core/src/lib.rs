@@ -46,6 +46,7 @@ pub mod outbox;
 pub mod outcome;
 pub mod policy;
 pub mod protocol;
+pub mod reduction;
 pub mod registry;
 mod renaming;
 pub mod text;

@@ -1,8 +1,29 @@
 //! Handle renamings: the vocabulary of canonical states ([`super::canonical`]).
 //!
-//! Architecture invariant: a [`Renaming`] is strictly increasing per kind
-//! of handle and never renames 0 (no handle); it knows nothing of where the
-//! core keeps handles, which is `canonical.rs`'s business.
+//! [`Handles`] is the one walk per type: a type that holds handles says
+//! once, with [`impl_handles!`](crate::impl_handles), where it holds them,
+//! and the macro writes both the read-only walk ([`Handles::walk`]) and its
+//! mutable twin ([`Handles::walk_mut`]) from that one list. Listing the
+//! handles of a value ([`HandleSet::add_all`]) and renaming them
+//! ([`Renaming::apply`]) are two visitors over that walk (stateright's
+//! `Rewrite` idea): nothing else walks a value's handles.
+//!
+//! Architecture invariants:
+//! - A [`Renaming`] is strictly increasing per kind of handle and never
+//!   renames 0 (no handle).
+//! - This file knows the handle types and the containers (vectors,
+//!   options, pairs, maps, shared and persistent values); where a data
+//!   type keeps its handles is said next to it: `canonical.rs` (the
+//!   core's public data types), `machine/canonical.rs` (the host's own
+//!   state), and the model's `canonical.rs` (its environment).
+//! - A rewriting visitor is a function of the handle (visiting a handle
+//!   twice gives the same answer): a shared or persistent part is first
+//!   probed read-only and copied only when one of its handles changes.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use rpds::VectorSync;
 
 use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 
@@ -56,6 +77,15 @@ macro_rules! handle_kind {
                 $ty(raw)
             }
         }
+
+        impl Handles for $ty {
+            fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+                v(HandleKind::$kind, self.0);
+            }
+            fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+                v(HandleKind::$kind, &mut self.0);
+            }
+        }
     };
 }
 
@@ -65,6 +95,210 @@ handle_kind!(ToolRef, Tool);
 handle_kind!(HookRef, Hook);
 handle_kind!(DisposerRef, Disposer);
 handle_kind!(CallId, Call);
+
+/// A value that holds handles: the one walk over them. Implement it with
+/// [`impl_handles!`](crate::impl_handles), which writes both methods from
+/// one list of the places that hold handles.
+pub trait Handles {
+    /// Visits every handle, by kind and number (0, no handle, included).
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64));
+    /// Visits every handle for rewriting, in the same places as
+    /// [`Handles::walk`]. `v` must be a function of the handle: shared
+    /// parts are probed with it before they are copied.
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64));
+}
+
+/// True when the rewriting visitor `v` changes one of the handles of `x`
+/// (read-only: `x` is not touched).
+pub fn moves<T: Handles + ?Sized>(x: &T, v: &mut impl FnMut(HandleKind, &mut u64)) -> bool {
+    let mut moved = false;
+    x.walk(&mut |kind, raw| {
+        if !moved {
+            let mut new = raw;
+            v(kind, &mut new);
+            moved = new != raw;
+        }
+    });
+    moved
+}
+
+/// Implements [`Handles`] from one list of the places that hold handles.
+///
+/// A struct, by the fields that hold handles:
+/// `impl_handles!(Type { field, other });` (a field may be prefixed with
+/// `@cfg(...)`, compiled under that condition only). An enum, by variant:
+/// `impl_handles!(match Type { Type::A(x) => [x], Type::B => [] });`, each
+/// place an expression over the pattern's bindings. Every field or place
+/// has a type that implements [`Handles`]. The read-only walk and its mutable twin are
+/// both written from the list, so they cannot disagree.
+#[macro_export]
+macro_rules! impl_handles {
+    ($ty:ty { $($(@cfg($m:meta))? $field:ident),* $(,)? }) => {
+        impl $crate::canonical::Handles for $ty {
+            fn walk(&self, v: &mut impl FnMut($crate::canonical::HandleKind, u64)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::Handles as _;
+                $($(#[cfg($m)])? self.$field.walk(v);)*
+            }
+            fn walk_mut(&mut self, v: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::Handles as _;
+                $($(#[cfg($m)])? self.$field.walk_mut(v);)*
+            }
+        }
+    };
+    (match $ty:ty { $($pat:pat => [$($place:expr),* $(,)?]),* $(,)? }) => {
+        impl $crate::canonical::Handles for $ty {
+            #[allow(unused_variables)]
+            fn walk(&self, v: &mut impl FnMut($crate::canonical::HandleKind, u64)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::Handles as _;
+                match self {
+                    $($pat => { $($place.walk(v);)* })*
+                }
+            }
+            #[allow(unused_variables)]
+            fn walk_mut(&mut self, v: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {
+                #[allow(unused_imports)]
+                use $crate::canonical::Handles as _;
+                match self {
+                    $($pat => { $($place.walk_mut(v);)* })*
+                }
+            }
+        }
+    };
+}
+
+/// Implements [`Handles`] for types that hold no handle.
+#[macro_export]
+macro_rules! no_handles {
+    ($($ty:ty),* $(,)?) => {
+        $(impl $crate::canonical::Handles for $ty {
+            fn walk(&self, _: &mut impl FnMut($crate::canonical::HandleKind, u64)) {}
+            fn walk_mut(&mut self, _: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {}
+        })*
+    };
+}
+
+no_handles!(bool, String);
+
+impl<T: Handles> Handles for Option<T> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        if let Some(x) = self {
+            x.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        if let Some(x) = self {
+            x.walk_mut(v);
+        }
+    }
+}
+
+impl<T: Handles> Handles for [T] {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for x in self {
+            x.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        for x in self {
+            x.walk_mut(v);
+        }
+    }
+}
+
+impl<T: Handles> Handles for Vec<T> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        self.as_slice().walk(v);
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        self.as_mut_slice().walk_mut(v);
+    }
+}
+
+impl<T: Handles> Handles for VecDeque<T> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for x in self {
+            x.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        for x in self {
+            x.walk_mut(v);
+        }
+    }
+}
+
+impl<A: Handles, B: Handles> Handles for (A, B) {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        self.0.walk(v);
+        self.1.walk(v);
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        self.0.walk_mut(v);
+        self.1.walk_mut(v);
+    }
+}
+
+/// A shared value is copied only when one of its handles changes.
+impl<T: Handles + Clone> Handles for Arc<T> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        (**self).walk(v);
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        if moves(&**self, v) {
+            Arc::make_mut(self).walk_mut(v);
+        }
+    }
+}
+
+/// A persistent vector is rebuilt only when one of its handles changes.
+impl<T: Handles + Clone> Handles for VectorSync<T> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for x in self.iter() {
+            x.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        if self.iter().any(|x| moves(x, v)) {
+            *self = self
+                .iter()
+                .map(|x| {
+                    let mut x = x.clone();
+                    x.walk_mut(v);
+                    x
+                })
+                .collect();
+        }
+    }
+}
+
+/// A map whose keys hold handles is rebuilt only when a key changes.
+impl<K: Handles + Ord, V: Handles> Handles for BTreeMap<K, V> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for (k, x) in self {
+            k.walk(v);
+            x.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        if self.keys().any(|k| moves(k, v)) {
+            *self = std::mem::take(self)
+                .into_iter()
+                .map(|(mut k, mut x)| {
+                    k.walk_mut(v);
+                    x.walk_mut(v);
+                    (k, x)
+                })
+                .collect();
+        } else {
+            for x in self.values_mut() {
+                x.walk_mut(v);
+            }
+        }
+    }
+}
 
 /// The handles present in a state, kind by kind (collected with
 /// [`HostCore::handles`](crate::HostCore::handles) and the driver's own observations).
@@ -88,6 +322,19 @@ impl HandleSet {
         if raw != 0 {
             self.seen[H::KIND as usize].push((raw, 0));
         }
+    }
+
+    /// Adds a handle by kind and number (0 is skipped, as in
+    /// [`HandleSet::add`]).
+    pub fn add_raw(&mut self, kind: HandleKind, raw: u64) {
+        if raw != 0 {
+            self.seen[kind as usize].push((raw, 0));
+        }
+    }
+
+    /// Adds every handle of `value`: the listing visitor over its walk.
+    pub fn add_all<T: Handles + ?Sized>(&mut self, value: &T) {
+        value.walk(&mut |kind, raw| self.add_raw(kind, raw));
     }
 
     /// The handles of one kind, ascending, each once.
@@ -170,15 +417,35 @@ impl Renaming {
     /// On a handle the renaming does not know: the set it was built from
     /// missed a place that holds handles, which is a bug.
     pub fn rename<H: Handle>(&self, handle: H) -> H {
-        let raw = handle.raw();
-        if raw == 0 || self.identity[H::KIND as usize] {
-            return handle;
+        H::from_raw(self.rename_raw(H::KIND, handle.raw()))
+    }
+
+    /// The new number of a handle, by kind and number (see
+    /// [`Renaming::rename`]).
+    pub fn rename_raw(&self, kind: HandleKind, raw: u64) -> u64 {
+        if raw == 0 || self.identity[kind as usize] {
+            return raw;
         }
-        let map = &self.maps[H::KIND as usize];
+        let map = &self.maps[kind as usize];
         match map.binary_search_by_key(&raw, |(old, _)| *old) {
-            Ok(i) => H::from_raw(map[i].1),
-            Err(_) => panic!("handle {raw} of kind {:?} is not in the renaming", H::KIND),
+            Ok(i) => map[i].1,
+            Err(_) => panic!("handle {raw} of kind {kind:?} is not in the renaming"),
         }
+    }
+
+    /// Renames every handle of `value`: the renaming visitor over its
+    /// walk. Nothing is touched when no handle changes.
+    pub fn apply<T: Handles + ?Sized>(&self, value: &mut T) {
+        if !self.is_identity() {
+            value.walk_mut(&mut |kind, raw| *raw = self.rename_raw(kind, *raw));
+        }
+    }
+
+    /// `value` with its handles renamed.
+    pub fn renamed<T: Handles + Clone>(&self, value: &T) -> T {
+        let mut value = value.clone();
+        self.apply(&mut value);
+        value
     }
 
     /// The largest new number of a kind (0 when it has none): the counter

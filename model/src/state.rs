@@ -112,11 +112,15 @@ impl Activation {
     /// Forgets what no cleanup reads (tools, hooks, providers, and the
     /// counts of attempted registrations), keeping the context, the
     /// instance and the disposers: once its rollback or the shutdown
-    /// began, an attempt's registrations are never read again.
+    /// began, an attempt's registrations are never read again. The core's
+    /// reduction ([`exthost_core::reduction::keep_cleanup_only`]), which
+    /// its rollback, shutdown and retirement apply to the same attempt.
     pub fn keep_cleanup_only(&mut self) {
-        self.tools.clear();
-        self.hooks.clear();
-        self.providers.clear();
+        let _ = exthost_core::reduction::keep_cleanup_only(
+            &mut self.tools,
+            &mut self.hooks,
+            &mut self.providers,
+        );
         self.forget_attempts();
     }
 

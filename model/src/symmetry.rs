@@ -25,8 +25,10 @@
 //! - Builds on [`crate::state`], [`crate::action`] and
 //!   [`crate::canonical`] (handles are renamed first, and an exchange
 //!   keeps every handle); [`crate::model`] calls it.
-//! - Every place the environment holds an extension's id or index is
-//!   exchanged by `Env::exchange`; the property test
+//! - Every place the environment holds an extension's id is in a list
+//!   below (`impl_ids!`, the core's [`ExtensionIds`] walk, which
+//!   `Env::exchange` visits with the core's [`exchange_ids`]); the
+//!   indexes are exchanged by `Env::exchange` itself. The property test
 //!   `model/tests/canonical.rs` fails otherwise (its seeded bug, through
 //!   [`HostModel::representative_with_bug`](crate::model::HostModel::representative_with_bug),
 //!   leaves the callers' pending requests unexchanged).
@@ -35,11 +37,36 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
-use exthost_core::{LiveHook, OpKind, Status};
+use exthost_core::canonical::{ExtensionIds, exchange_ids};
+use exthost_core::impl_ids;
+use exthost_core::{OpKind, Status};
 
 use crate::action::{Action, Ext};
 use crate::scenario::{DiscoveryStep, Scenario};
-use crate::state::{Activation, Env, State};
+use crate::state::{Activation, CallObs, CleanupObs, EmitObs, Env, PendingOp, State};
+
+// Where the environment holds extension ids: one list per type (the walk
+// is the core's `ExtensionIds`). Extension indexes (`Ext`) are exchanged
+// by hand below (`Pair::ext`); the discovery order (`Env::discovered`) is
+// kept, as the core keeps it.
+
+impl_ids!(PendingOp { kind });
+impl_ids!(Activation { ext });
+impl_ids!(CallObs { ext });
+impl_ids!(CleanupObs { step });
+impl_ids!(EmitObs { live, calls });
+impl_ids!(Env {
+    ops,
+    running,
+    retiring,
+    active,
+    published,
+    calls,
+    abandoned,
+    closed,
+    cleanup,
+    emits,
+});
 
 /// Two interchangeable extensions of the scenario, by index and id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,27 +118,10 @@ impl Pair {
         }
     }
 
-    fn id(&self, id: &mut String) {
-        if *id == self.x_id {
-            id.clone_from(&self.y_id);
-        } else if *id == self.y_id {
-            id.clone_from(&self.x_id);
-        }
-    }
-
-    fn kind(&self, kind: &mut OpKind) {
-        match kind {
-            OpKind::Activate(id) | OpKind::Reload(id) => self.id(id),
-            OpKind::Emit | OpKind::Dispose => {}
-        }
-    }
-
-    fn hook(&self, hook: &mut LiveHook) {
-        self.id(&mut hook.extension);
-    }
-
-    fn activation(&self, a: &mut Activation) {
-        self.id(&mut a.ext);
+    /// The exchange of the two ids, as a visitor over
+    /// [`ExtensionIds`].
+    fn swap(&self) -> impl Fn(&mut String) + '_ {
+        exchange_ids(&self.x_id, &self.y_id)
     }
 
     /// True when the two may be exchanged in `s`: the core cannot tell
@@ -162,38 +172,14 @@ impl Env {
     /// (as the core keeps it).
     fn exchange(&mut self, pair: &Pair, forget_pending_ops: bool) {
         debug_assert!(self.last.is_empty(), "exchanged between steps only");
-        if !forget_pending_ops {
-            for p in &mut self.ops {
-                pair.kind(&mut p.kind);
-            }
-        }
-        for a in self.running.iter_mut().chain(&mut self.retiring) {
-            pair.activation(a);
-        }
-        for a in &mut self.active {
-            if a.ext == pair.x_id || a.ext == pair.y_id {
-                pair.activation(std::sync::Arc::make_mut(a));
-            }
-        }
-        for id in &mut self.published {
-            pair.id(id);
-        }
-        for c in self.calls.iter_mut().chain(&mut self.abandoned) {
-            pair.id(&mut c.ext);
-        }
-        if let Some((_, id)) = &mut self.closed {
-            pair.id(id);
-        }
-        for c in &mut self.cleanup {
-            pair.id(&mut c.step.extension);
-        }
-        for e in &mut self.emits {
-            for h in &mut e.live {
-                pair.hook(h);
-            }
-            for (h, _) in &mut e.calls {
-                pair.hook(h);
-            }
+        let kept: Vec<OpKind> = if forget_pending_ops {
+            self.ops.iter().map(|p| p.kind.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        self.ids_mut(&mut pair.swap());
+        for (p, kind) in self.ops.iter_mut().zip(kept) {
+            p.kind = kind;
         }
         if let Some((Some(ext), _)) = &mut self.call_after {
             pair.ext(ext);
@@ -258,10 +244,11 @@ impl Action {
     /// The same action with the two extensions of `pair` exchanged.
     pub fn exchanged(&self, pair: &Pair) -> Action {
         let mut a = self.clone();
+        let swap = &mut pair.swap();
         match &mut a {
             Action::Discover(_) | Action::Withdraw(_) | Action::Deadline { .. } => {}
             Action::Lost { .. } => {}
-            Action::Request(kind) | Action::Begin { kind, .. } => pair.kind(kind),
+            Action::Request(kind) | Action::Begin { kind, .. } => kind.ids_mut(swap),
             Action::Factory { ext, .. }
             | Action::Register { ext, .. }
             | Action::Hang { ext, .. }
@@ -273,9 +260,9 @@ impl Action {
                     pair.ext(ext);
                 }
             }
-            Action::Hook { hook, .. } => pair.hook(hook),
-            Action::Hooks { hooks, .. } => hooks.iter_mut().for_each(|h| pair.hook(h)),
-            Action::Cleanup { step, .. } => pair.id(&mut step.extension),
+            Action::Hook { hook, .. } => hook.ids_mut(swap),
+            Action::Hooks { hooks, .. } => hooks.ids_mut(swap),
+            Action::Cleanup { step, .. } => step.ids_mut(swap),
         }
         a
     }

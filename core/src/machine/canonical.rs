@@ -1,122 +1,145 @@
 //! Canonical states: the host renames its own handles.
 //!
-//! [`HostCore::handles`] collects every handle the host holds and
-//! [`HostCore::rename_handles`] renames each of them by a
-//! [`Renaming`](crate::canonical::Renaming); [`HostCore::canonical`]
-//! renames by rank. What a renaming is, and why the host behaves the same
-//! on a renamed state, is [`crate::canonical`]'s.
+//! Where the host's state keeps handles, one list per type
+//! ([`impl_handles!`](crate::impl_handles), the [`Handles`] walk of
+//! `renaming.rs`). [`HostCore::handles`] lists every handle the host holds
+//! and [`HostCore::rename_handles`] renames each of them by a
+//! [`Renaming`](crate::canonical::Renaming): two visitors over that one
+//! walk. [`HostCore::canonical`] renames by rank. What a renaming is, and
+//! why the host behaves the same on a renamed state, is
+//! [`crate::canonical`]'s.
 //!
 //! Architecture invariants:
 //! - Builds on `state.rs` (it must see [`HostCore`]'s fields and the
 //!   running operation) and on [`crate::canonical`] only; no
 //!   transition uses it, and nothing of `machine/` imports it.
 //! - This file is the one place that knows where the host keeps handles:
-//!   a new field that holds one is visited by both [`HostCore::handles`]
-//!   and [`HostCore::rename_handles`] (the model's property test
-//!   `model/tests/canonical.rs` fails otherwise). Today: the active
-//!   extensions' contexts and contributions; the running activation's op,
-//!   context, staged contribution and rollback plan; the emit's op and
-//!   hooks; the shutdown's or retirement's op, plan and retired generation
-//!   (`Retiring.old`, a context and its contribution); the queue's ops; the
-//!   phase's op; the registry's live tools; the live hooks; the calls in
-//!   flight and their generations; and, under `StartBeforeSettled`, the
-//!   suspended operations. An activation's `Purpose` holds extension ids
-//!   only.
+//!   a new field that holds one is added to its type's list below (the
+//!   model's property test `model/tests/canonical.rs` fails otherwise).
+//!   Today: the active extensions' contexts and contributions; the running
+//!   activation's op, context, staged contribution and rollback plan; the
+//!   emit's op and hooks; the shutdown's or retirement's op, plan and
+//!   retired generation (`Retiring.old`, a context and its contribution);
+//!   the queue's ops; the phase's op; the registry's live tools; the live
+//!   hooks; the calls in flight and their generations; and, under
+//!   `StartBeforeSettled`, the suspended operations. An activation's
+//!   `Purpose` holds extension ids only.
+//! - Three walks are written by hand, each a delegation rather than a list
+//!   of places: an [`Extension`]'s (its state's, a private field), a
+//!   [`CleanupCursor`]'s (its private steps and failures) and the
+//!   [`ToolRegistry`]'s (its live tools, in a persistent index that is
+//!   rebuilt, and renumbered, only when a tool changes).
 
-use std::collections::BTreeMap;
-
-use rpds::VectorSync;
-
-use super::state::{ActivationStep, CleanupCursor, HostCore, Phase, Running};
+use super::state::{
+    Activation, ActivationStep, CleanupCursor, Dispose, Emit, HostCore, InFlight, Phase, Queued,
+    Retiring, Running,
+};
 #[cfg(feature = "mutants")]
 use crate::canonical::CanonicalBug;
-use crate::canonical::{
-    HandleKind, HandleSet, Renaming, contribution_handles, cursor_handles, rename_contribution,
-    rename_cursor, rename_hook,
-};
-use crate::lifecycle::{Active, ExtensionSlot};
-use crate::outcome::LiveHook;
+use crate::canonical::{HandleKind, HandleSet, Handles, Renaming, moves};
+use crate::lifecycle::{Extension, ExtensionSlot};
+use crate::registry::{Binding, ToolRegistry};
 
-fn plan_handles(cleanup: &CleanupCursor, set: &mut HandleSet) {
-    let (steps, failures) = cleanup.parts();
-    cursor_handles(steps, failures, set);
-}
+// Where the host's state holds handles: one list per type. An
+// activation's `Purpose` holds extension ids only.
 
-fn rename_plan(cleanup: &mut CleanupCursor, r: &Renaming) {
-    let (steps, failures) = cleanup.parts_mut();
-    rename_cursor(steps, failures, r);
-}
+crate::impl_handles!(match ExtensionSlot {
+    ExtensionSlot::Active(e) => [e],
+    ExtensionSlot::Discovered(_)
+    | ExtensionSlot::Activating(_)
+    | ExtensionSlot::Failed(_)
+    | ExtensionSlot::Disposed(_) => [],
+});
+crate::impl_handles!(match Running {
+    Running::Activation(a) => [a],
+    Running::Emit(e) => [e],
+    Running::Dispose(d) => [d],
+});
+crate::impl_handles!(Activation {
+    op,
+    extension,
+    step
+});
+crate::impl_handles!(match ActivationStep {
+    ActivationStep::Rollback { cleanup, .. } => [cleanup],
+    ActivationStep::Factory | ActivationStep::Activate => [],
+});
+crate::impl_handles!(Emit { op, hooks });
+crate::impl_handles!(Dispose {
+    op,
+    cleanup,
+    retiring
+});
+crate::impl_handles!(Retiring { old });
+crate::impl_handles!(Queued { op });
+crate::impl_handles!(match Phase {
+    Phase::Open => [],
+    Phase::Closing(op) | Phase::Disposed(op) => [op],
+});
+crate::impl_handles!(InFlight { generation });
+crate::impl_handles!(HostCore {
+    exts,
+    registry,
+    hooks,
+    queue,
+    running,
+    @cfg(feature = "mutants") suspended,
+    phase,
+    calls,
+});
 
-fn active_handles(a: &Active, set: &mut HandleSet) {
-    set.add(a.context);
-    contribution_handles(&a.contribution, set);
-}
-
-fn rename_active(a: &mut Active, r: &Renaming) {
-    a.context = r.rename(a.context);
-    rename_contribution(&mut a.contribution, r);
-}
-
-fn rename_hooks(hooks: &VectorSync<LiveHook>, r: &Renaming) -> VectorSync<LiveHook> {
-    hooks
-        .iter()
-        .map(|h| {
-            let mut h = h.clone();
-            rename_hook(&mut h, r);
-            h
-        })
-        .collect()
-}
-
-fn running_handles(running: &Running, set: &mut HandleSet) {
-    set.add(running.op());
-    match running {
-        Running::Activation(a) => {
-            let state = a.extension.state();
-            set.add(state.context);
-            contribution_handles(&state.staged, set);
-            if let ActivationStep::Rollback { cleanup, .. } = &a.step {
-                plan_handles(cleanup, set);
-            }
-        }
-        Running::Emit(e) => {
-            for hook in e.hooks.iter() {
-                set.add(hook.hook);
-            }
-        }
-        Running::Dispose(d) => {
-            plan_handles(&d.cleanup, set);
-            if let Some(retiring) = &d.retiring {
-                active_handles(&retiring.old, set);
-            }
-        }
+/// An extension's handles are its state's (the definition holds none);
+/// this and the cursor below only reach private fields, each in one line.
+impl<S: Handles> Handles for Extension<S> {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        self.state().walk(v);
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        self.state_data_mut().walk_mut(v);
     }
 }
 
-fn rename_running(running: &mut Running, r: &Renaming) {
-    match running {
-        Running::Activation(a) => {
-            a.op = r.rename(a.op);
-            let state = a.extension.state_mut();
-            state.context = r.rename(state.context);
-            rename_contribution(&mut state.staged, r);
-            if let ActivationStep::Rollback { cleanup, .. } = &mut a.step {
-                rename_plan(cleanup, r);
+/// A cleanup cursor's handles: its plan's steps and its failed steps.
+impl Handles for CleanupCursor {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        let (steps, failures) = self.parts();
+        steps.walk(v);
+        failures.walk(v);
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        let (steps, failures) = self.parts_mut();
+        steps.walk_mut(v);
+        failures.walk_mut(v);
+    }
+}
+
+/// The registry's live tools (a persistent index, rebuilt only when one
+/// of them changes; the rebuild also renumbers the publication order).
+impl Handles for ToolRegistry {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for entry in self.iter() {
+            if let Binding::Live(tool) = &entry.binding {
+                tool.walk(v);
             }
         }
-        Running::Emit(e) => {
-            e.op = r.rename(e.op);
-            if !r.is_identity_for(HandleKind::Hook) {
-                e.hooks = rename_hooks(&e.hooks, r);
-            }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        if !moves(self, v) {
+            return;
         }
-        Running::Dispose(d) => {
-            d.op = r.rename(d.op);
-            rename_plan(&mut d.cleanup, r);
-            if let Some(retiring) = &mut d.retiring {
-                rename_active(&mut retiring.old, r);
-            }
-        }
+        let mut pairs = Vec::new();
+        self.walk(&mut |kind, old| {
+            let mut new = old;
+            v(kind, &mut new);
+            pairs.push((old, new));
+        });
+        pairs.sort_unstable();
+        *self = self.renamed(|tool| {
+            let i = pairs
+                .binary_search_by_key(&tool.0, |(old, _)| *old)
+                .expect("visited");
+            crate::ToolRef(pairs[i].1)
+        });
     }
 }
 
@@ -124,39 +147,7 @@ impl HostCore {
     /// Adds every handle this core holds to `set` (the counters excepted:
     /// they are not handles, only where the next ones come from).
     pub fn handles(&self, set: &mut HandleSet) {
-        for slot in &self.exts {
-            if let ExtensionSlot::Active(e) = slot {
-                active_handles(e.state(), set);
-            }
-        }
-        for entry in self.registry.iter() {
-            if let crate::registry::Binding::Live(tool) = entry.binding {
-                set.add(tool);
-            }
-        }
-        for hook in self.hooks.iter() {
-            set.add(hook.hook);
-        }
-        for queued in &self.queue {
-            set.add(queued.op);
-        }
-        if let Some(running) = &self.running {
-            running_handles(running, set);
-        }
-        #[cfg(feature = "mutants")]
-        for running in &self.suspended {
-            running_handles(running, set);
-        }
-        match self.phase {
-            Phase::Open => {}
-            Phase::Closing(op) | Phase::Disposed(op) => set.add(op),
-        }
-        for (call, f) in &self.calls {
-            set.add(*call);
-            if let Some(generation) = f.generation {
-                set.add(generation);
-            }
-        }
+        set.add_all(self);
     }
 
     /// Renames every handle this core holds by `r`, which must know each
@@ -165,17 +156,6 @@ impl HostCore {
     /// the next handle given out is fresh. Renumbers the registry's
     /// publication order `0..n`.
     pub fn rename_handles(&mut self, r: &Renaming) {
-        self.rename_handles_inner(r, false);
-    }
-
-    /// [`HostCore::rename_handles`] with a seeded bug (for the model's
-    /// property test only).
-    #[cfg(feature = "mutants")]
-    pub fn rename_handles_with_bug(&mut self, r: &Renaming, bug: Option<CanonicalBug>) {
-        self.rename_handles_inner(r, bug == Some(CanonicalBug::ForgetQueuedOps));
-    }
-
-    fn rename_handles_inner(&mut self, r: &Renaming, forget_queued_ops: bool) {
         let c = &mut self.counters;
         c.op = r.last(HandleKind::Op);
         c.context = r.last(HandleKind::Context);
@@ -183,46 +163,23 @@ impl HostCore {
         c.hook = r.last(HandleKind::Hook);
         c.disposer = r.last(HandleKind::Disposer);
         c.call = r.last(HandleKind::Call);
-        if !self.registry.is_compact() || !r.is_identity_for(HandleKind::Tool) {
-            self.registry = self.registry.renamed(|t| r.rename(t));
+        r.apply(self);
+        if !self.registry.is_compact() {
+            self.registry = self.registry.renamed(|t| t);
         }
-        if r.is_identity() {
-            return;
-        }
-        for slot in &mut self.exts {
-            if let ExtensionSlot::Active(e) = slot {
-                rename_active(e.state_data_mut(), r);
+    }
+
+    /// [`HostCore::rename_handles`] with a seeded bug (for the model's
+    /// property test only): the bug puts back the old numbers of the
+    /// places it forgets.
+    #[cfg(feature = "mutants")]
+    pub fn rename_handles_with_bug(&mut self, r: &Renaming, bug: Option<CanonicalBug>) {
+        let kept: Vec<_> = self.queue.iter().map(|q| q.op).collect();
+        self.rename_handles(r);
+        if bug == Some(CanonicalBug::ForgetQueuedOps) {
+            for (q, op) in self.queue.iter_mut().zip(kept) {
+                q.op = op;
             }
-        }
-        if !r.is_identity_for(HandleKind::Hook) {
-            self.hooks = rename_hooks(&self.hooks, r);
-        }
-        if !forget_queued_ops {
-            for queued in &mut self.queue {
-                queued.op = r.rename(queued.op);
-            }
-        }
-        if let Some(running) = &mut self.running {
-            rename_running(running, r);
-        }
-        #[cfg(feature = "mutants")]
-        for running in &mut self.suspended {
-            rename_running(running, r);
-        }
-        self.phase = match self.phase {
-            Phase::Open => Phase::Open,
-            Phase::Closing(op) => Phase::Closing(r.rename(op)),
-            Phase::Disposed(op) => Phase::Disposed(r.rename(op)),
-        };
-        if !r.is_identity_for(HandleKind::Call) || !r.is_identity_for(HandleKind::Context) {
-            let calls = std::mem::take(&mut self.calls);
-            self.calls = calls
-                .into_iter()
-                .map(|(call, mut f)| {
-                    f.generation = f.generation.map(|g| r.rename(g));
-                    (r.rename(call), f)
-                })
-                .collect::<BTreeMap<_, _>>();
         }
     }
 
@@ -238,7 +195,7 @@ impl HostCore {
             "canonical() of a core with an outbox"
         );
         let mut set = HandleSet::new();
-        self.handles(&mut set);
+        set.add_all(self);
         let mut core = self.clone();
         core.rename_handles(&set.ranks());
         core

@@ -242,13 +242,15 @@ pub(super) fn cleanup_plan(
 /// `Forget` of the released handles, if there are any: a rollback sends it
 /// before its first step, a reload's commit at the swap; the shutdown
 /// drops it, the shell forgetting every handle at the end.
+///
+/// The reduction itself is [`crate::reduction::keep_cleanup_only`], which
+/// the model applies to its observations too.
 pub(super) fn release_unpublished(contribution: &mut Contribution) -> Option<Effect> {
-    contribution.providers.clear();
-    let hooks = std::mem::take(&mut contribution.hooks);
-    let tools: Vec<_> = std::mem::take(&mut contribution.tools)
-        .into_iter()
-        .map(|(t, _)| t)
-        .collect();
+    let (tools, hooks) = crate::reduction::keep_cleanup_only(
+        &mut contribution.tools,
+        &mut contribution.hooks,
+        &mut contribution.providers,
+    );
     (!tools.is_empty() || !hooks.is_empty()).then(|| Effect::Forget {
         contexts: Vec::new(),
         tools,

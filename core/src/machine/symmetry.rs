@@ -18,134 +18,90 @@
 //! - Builds on `state.rs` only (it must see [`HostCore`]'s fields); no
 //!   transition uses it, and nothing of `machine/` imports it.
 //! - This file is the one place that knows where the host keeps extension
-//!   ids: a new field that holds one is exchanged here too (the model's
-//!   property test `model/tests/canonical.rs` fails otherwise).
+//!   ids: a new field that holds one is added to its type's list below
+//!   (`impl_ids!`, the [`ExtensionIds`] walk of `canonical.rs`, whose
+//!   lists there cover the core's public data types), or to
+//!   [`HostCore::exchange_extensions`] for the host's own fields (the
+//!   model's property test `model/tests/canonical.rs` fails otherwise).
+//!   The exchange itself is one visitor over that walk,
+//!   [`exchange_ids`].
 
 use std::sync::Arc;
 
-use rpds::VectorSync;
-
-use super::state::{ActivationStep, CleanupCursor, HostCore, Purpose, Running};
+use super::state::{
+    Activation, ActivationStep, CleanupCursor, Dispose, Emit, HostCore, InFlight, Purpose, Queued,
+    Retiring, Running,
+};
+use crate::canonical::{ExtensionIds, exchange_ids};
 use crate::lifecycle::DefinitionMeta;
-use crate::outcome::{FailureCause, LiveHook, OpKind};
-use crate::registry::{Owner, RegistryError};
+use crate::registry::Owner;
 
-/// The exchange of two extension ids, `x` and `y`.
-struct Exchange<'a> {
-    x: &'a str,
-    y: &'a str,
+// Where the host's state holds extension ids: one list per type (the
+// walk is [`ExtensionIds`], `canonical.rs`). The slots, their definitions
+// and the running activation's definition are exchanged by
+// [`HostCore::exchange_extensions`] itself: they are moved, not renamed.
+
+crate::impl_ids!(match Running {
+    Running::Activation(a) => [a],
+    Running::Emit(e) => [e],
+    Running::Dispose(d) => [d],
+});
+crate::impl_ids!(Activation { purpose, step });
+crate::impl_ids!(match Purpose {
+    Purpose::Activate { then } => [then],
+    Purpose::Reload => [],
+});
+crate::impl_ids!(match ActivationStep {
+    ActivationStep::Rollback { cause, cleanup } => [cause, cleanup],
+    ActivationStep::Factory | ActivationStep::Activate => [],
+});
+crate::impl_ids!(Emit { hooks, diagnostics });
+crate::impl_ids!(Dispose { cleanup, retiring });
+crate::impl_ids!(Retiring { extension });
+crate::impl_ids!(Queued { kind });
+crate::impl_ids!(InFlight { owner });
+
+/// A cleanup cursor's ids: its plan's steps and its failed steps (private
+/// fields, reached in one line each).
+impl ExtensionIds for CleanupCursor {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        let (steps, failures) = self.parts();
+        steps.ids(v);
+        failures.ids(v);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        let (steps, failures) = self.parts_mut();
+        steps.ids_mut(v);
+        failures.ids_mut(v);
+    }
 }
 
-impl Exchange<'_> {
-    /// The id `id` becomes: `y` for `x`, `x` for `y`, else itself.
-    fn id(&self, id: &mut String) {
-        if id == self.x {
-            self.y.clone_into(id);
-        } else if id == self.y {
-            self.x.clone_into(id);
+/// The definition the extension `id` holds after the exchange: the other
+/// one's, which is its own under its new id.
+fn meta(
+    id: &str,
+    x: &str,
+    mx: &Arc<DefinitionMeta>,
+    my: &Arc<DefinitionMeta>,
+) -> Arc<DefinitionMeta> {
+    if id == x { my.clone() } else { mx.clone() }
+}
+
+/// The running operation's ids, and the definition of the extension a
+/// running activation owns.
+fn exchange_running(
+    running: &mut Running,
+    (x, y): (&str, &str),
+    (mx, my): (&Arc<DefinitionMeta>, &Arc<DefinitionMeta>),
+    swap: &mut impl FnMut(&mut String),
+) {
+    if let Running::Activation(a) = running {
+        let id = a.extension.id().to_owned();
+        if id == x || id == y {
+            a.extension.set_meta(meta(&id, x, mx, my));
         }
     }
-
-    fn owner(&self, owner: &Owner) -> Option<Owner> {
-        match owner {
-            Owner::Extension(id) if id == self.x => Some(Owner::Extension(self.y.to_owned())),
-            Owner::Extension(id) if id == self.y => Some(Owner::Extension(self.x.to_owned())),
-            _ => None,
-        }
-    }
-
-    fn owner_mut(&self, owner: &mut Owner) {
-        if let Some(o) = self.owner(owner) {
-            *owner = o;
-        }
-    }
-
-    fn kind(&self, kind: &mut OpKind) {
-        match kind {
-            OpKind::Activate(id) | OpKind::Reload(id) => self.id(id),
-            OpKind::Emit | OpKind::Dispose => {}
-        }
-    }
-
-    fn cursor(&self, cleanup: &mut CleanupCursor) {
-        let (steps, failures) = cleanup.parts_mut();
-        for step in steps {
-            self.id(&mut step.extension);
-        }
-        for f in failures {
-            self.id(&mut f.step.extension);
-        }
-    }
-
-    /// The hooks with their extensions exchanged; `None` when no hook
-    /// belongs to either (nothing to copy).
-    fn hooks(&self, hooks: &VectorSync<LiveHook>) -> Option<VectorSync<LiveHook>> {
-        let touched = |h: &LiveHook| h.extension == self.x || h.extension == self.y;
-        hooks.iter().any(touched).then(|| {
-            hooks
-                .iter()
-                .map(|h| {
-                    let mut h = h.clone();
-                    self.id(&mut h.extension);
-                    h
-                })
-                .collect()
-        })
-    }
-
-    fn cause(&self, cause: &mut FailureCause) {
-        if let FailureCause::Registry(
-            RegistryError::Duplicate { holder, .. } | RegistryError::ProviderClash { holder, .. },
-        ) = cause
-        {
-            self.owner_mut(holder);
-        }
-    }
-
-    /// The metadata the extension `id` holds after the exchange: the
-    /// other one's definition, which is its own under its new id.
-    fn meta(
-        &self,
-        id: &str,
-        x: &Arc<DefinitionMeta>,
-        y: &Arc<DefinitionMeta>,
-    ) -> Arc<DefinitionMeta> {
-        if id == self.x { y.clone() } else { x.clone() }
-    }
-
-    fn running(&self, running: &mut Running, x: &Arc<DefinitionMeta>, y: &Arc<DefinitionMeta>) {
-        match running {
-            Running::Activation(a) => {
-                let id = a.extension.id().to_owned();
-                if id == self.x || id == self.y {
-                    a.extension.set_meta(self.meta(&id, x, y));
-                }
-                if let Purpose::Activate { then } = &mut a.purpose {
-                    for id in then {
-                        self.id(id);
-                    }
-                }
-                if let ActivationStep::Rollback { cause, cleanup } = &mut a.step {
-                    self.cause(cause);
-                    self.cursor(cleanup);
-                }
-            }
-            Running::Emit(e) => {
-                if let Some(hooks) = self.hooks(&e.hooks) {
-                    e.hooks = hooks;
-                }
-                for d in &mut e.diagnostics {
-                    self.id(&mut d.extension_id);
-                }
-            }
-            Running::Dispose(d) => {
-                self.cursor(&mut d.cleanup);
-                if let Some(retiring) = &mut d.retiring {
-                    self.id(&mut retiring.extension);
-                }
-            }
-        }
-    }
+    running.ids_mut(swap);
 }
 
 impl HostCore {
@@ -195,31 +151,29 @@ impl HostCore {
         let (Some(&i), Some(&j)) = (self.index.get(x), self.index.get(y)) else {
             return false;
         };
-        let swap = Exchange { x, y };
+        let mut swap = exchange_ids(x, y);
         let mx = self.exts[i].meta_arc().clone();
         let my = self.exts[j].meta_arc().clone();
         self.exts.swap(i, j);
         self.exts[i].set_meta(mx.clone());
         self.exts[j].set_meta(my.clone());
-        self.registry = self.registry.reowned(|o| swap.owner(o));
-        if let Some(hooks) = swap.hooks(&self.hooks) {
-            self.hooks = hooks;
-        }
-        for id in &mut self.activation_order {
-            swap.id(id);
-        }
-        for queued in &mut self.queue {
-            swap.kind(&mut queued.kind);
-        }
+        self.registry = self.registry.reowned(|o: &Owner| {
+            let mut o2 = o.clone();
+            o2.ids_mut(&mut &swap);
+            (o2 != *o).then_some(o2)
+        });
+        self.hooks.ids_mut(&mut swap);
+        self.activation_order.ids_mut(&mut swap);
+        self.queue.ids_mut(&mut swap);
         if let Some(running) = &mut self.running {
-            swap.running(running, &mx, &my);
+            exchange_running(running, (x, y), (&mx, &my), &mut swap);
         }
         #[cfg(feature = "mutants")]
         for running in &mut self.suspended {
-            swap.running(running, &mx, &my);
+            exchange_running(running, (x, y), (&mx, &my), &mut swap);
         }
         for f in self.calls.values_mut() {
-            swap.owner_mut(&mut f.owner);
+            f.ids_mut(&mut swap);
         }
         true
     }

@@ -166,3 +166,29 @@ fn a_retiring_generation_and_its_calls_are_renamed_and_stepping_commutes() {
             .all(|k| *k <= b.counters.context)
     );
 }
+
+/// Listing and renaming are two visitors over one walk: the mutable twin
+/// visits the same handles, in the same order, as the read-only walk, and
+/// a visitor that changes nothing copies nothing.
+#[test]
+fn the_read_only_walk_and_its_mutable_twin_visit_the_same_places() {
+    use crate::canonical::Handles;
+    let (core, _) = retiring();
+    let mut read = Vec::new();
+    core.walk(&mut |kind, raw| read.push((kind, raw)));
+    let mut written = Vec::new();
+    let mut copy = core.clone();
+    copy.walk_mut(&mut |kind, raw: &mut u64| written.push((kind, *raw)));
+    assert_eq!(read, written);
+    assert_eq!(copy, core);
+    // Every kind is there: ops, contexts, tools, disposers none (b has no
+    // disposer), calls.
+    for kind in [
+        crate::canonical::HandleKind::Op,
+        crate::canonical::HandleKind::Context,
+        crate::canonical::HandleKind::Tool,
+        crate::canonical::HandleKind::Call,
+    ] {
+        assert!(read.iter().any(|(k, _)| *k == kind), "{kind:?}: {read:?}");
+    }
+}

@@ -166,3 +166,27 @@ fn quiet(core: &mut HostCore) -> HostCore {
     let _ = core.drain_outbox();
     core.clone()
 }
+
+/// The exchange is a visitor over one walk: at every step the mutable
+/// twin visits the same ids, in the same order, as the read-only walk
+/// (the running operation, the queue, the calls' owners).
+#[test]
+fn the_read_only_id_walk_and_its_mutable_twin_visit_the_same_places() {
+    use crate::canonical::ExtensionIds;
+    let mut visited = 0;
+    for core in history("a", "b") {
+        let mut read = Vec::new();
+        core.running.ids(&mut |id| read.push(id.to_owned()));
+        core.queue.ids(&mut |id| read.push(id.to_owned()));
+        let mut written = Vec::new();
+        let mut copy = core.clone();
+        copy.running
+            .ids_mut(&mut |id: &mut String| written.push(id.clone()));
+        copy.queue
+            .ids_mut(&mut |id: &mut String| written.push(id.clone()));
+        assert_eq!(read, written);
+        assert_eq!(copy, core);
+        visited += read.len();
+    }
+    assert!(visited > 0, "the history runs operations that name ids");
+}
