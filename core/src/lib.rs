@@ -48,7 +48,7 @@ pub mod policy;
 pub mod protocol;
 pub mod reduction;
 pub mod registry;
-mod renaming;
+pub mod renaming;
 pub mod text;
 
 pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};

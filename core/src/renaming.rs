@@ -134,33 +134,33 @@ pub fn moves<T: Handles + ?Sized>(x: &T, v: &mut impl FnMut(HandleKind, &mut u64
 #[macro_export]
 macro_rules! impl_handles {
     ($ty:ty { $($(@cfg($m:meta))? $field:ident),* $(,)? }) => {
-        impl $crate::canonical::Handles for $ty {
-            fn walk(&self, v: &mut impl FnMut($crate::canonical::HandleKind, u64)) {
+        impl $crate::renaming::Handles for $ty {
+            fn walk(&self, v: &mut impl FnMut($crate::renaming::HandleKind, u64)) {
                 #[allow(unused_imports)]
-                use $crate::canonical::Handles as _;
+                use $crate::renaming::Handles as _;
                 $($(#[cfg($m)])? self.$field.walk(v);)*
             }
-            fn walk_mut(&mut self, v: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {
+            fn walk_mut(&mut self, v: &mut impl FnMut($crate::renaming::HandleKind, &mut u64)) {
                 #[allow(unused_imports)]
-                use $crate::canonical::Handles as _;
+                use $crate::renaming::Handles as _;
                 $($(#[cfg($m)])? self.$field.walk_mut(v);)*
             }
         }
     };
     (match $ty:ty { $($pat:pat => [$($place:expr),* $(,)?]),* $(,)? }) => {
-        impl $crate::canonical::Handles for $ty {
+        impl $crate::renaming::Handles for $ty {
             #[allow(unused_variables)]
-            fn walk(&self, v: &mut impl FnMut($crate::canonical::HandleKind, u64)) {
+            fn walk(&self, v: &mut impl FnMut($crate::renaming::HandleKind, u64)) {
                 #[allow(unused_imports)]
-                use $crate::canonical::Handles as _;
+                use $crate::renaming::Handles as _;
                 match self {
                     $($pat => { $($place.walk(v);)* })*
                 }
             }
             #[allow(unused_variables)]
-            fn walk_mut(&mut self, v: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {
+            fn walk_mut(&mut self, v: &mut impl FnMut($crate::renaming::HandleKind, &mut u64)) {
                 #[allow(unused_imports)]
-                use $crate::canonical::Handles as _;
+                use $crate::renaming::Handles as _;
                 match self {
                     $($pat => { $($place.walk_mut(v);)* })*
                 }
@@ -173,9 +173,9 @@ macro_rules! impl_handles {
 #[macro_export]
 macro_rules! no_handles {
     ($($ty:ty),* $(,)?) => {
-        $(impl $crate::canonical::Handles for $ty {
-            fn walk(&self, _: &mut impl FnMut($crate::canonical::HandleKind, u64)) {}
-            fn walk_mut(&mut self, _: &mut impl FnMut($crate::canonical::HandleKind, &mut u64)) {}
+        $(impl $crate::renaming::Handles for $ty {
+            fn walk(&self, _: &mut impl FnMut($crate::renaming::HandleKind, u64)) {}
+            fn walk_mut(&mut self, _: &mut impl FnMut($crate::renaming::HandleKind, &mut u64)) {}
         })*
     };
 }
