@@ -196,3 +196,51 @@ async fn tool_changes_sees_each_publication_and_ends_with_the_host() {
         "no publications once the host is gone"
     );
 }
+
+/// The tool sees its caller's own cancellation
+/// (`current_caller_cancellation`, public so that a runtime adapter such as
+/// the process proxy needs nothing crate-private) exactly when the caller
+/// gave one, and nowhere outside a tool call.
+#[tokio::test]
+async fn a_tool_sees_its_callers_cancellation_only_when_the_caller_gave_one() {
+    within(async {
+        let seen: Arc<Mutex<Vec<Option<bool>>>> = Arc::default();
+        let (_d, host) = host();
+        let record = seen.clone();
+        host.discover([ExtensionDefinition::from_fn("probe", move |cx| {
+            let record = record.clone();
+            async move {
+                cx.register_tool(descriptor("probe"), move |_input| {
+                    let record = record.clone();
+                    async move {
+                        let caller = exthost::host::current_caller_cancellation();
+                        record
+                            .lock()
+                            .unwrap()
+                            .push(caller.map(|token| token.is_cancelled()));
+                        Ok(json!(null))
+                    }
+                })?;
+                Ok(())
+            }
+        })])
+        .unwrap();
+        host.activate("probe").await.unwrap();
+        host.call_tool("probe", json!({})).await.unwrap();
+        let token = CancellationToken::new();
+        host.call_tool_with(
+            "probe",
+            json!({}),
+            CallOptions::new().with_cancellation(token.clone()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(*seen.lock().unwrap(), vec![None, Some(false)]);
+        assert!(
+            exthost::host::current_caller_cancellation().is_none(),
+            "outside a tool call there is none"
+        );
+        host.dispose().await.unwrap();
+    })
+    .await;
+}

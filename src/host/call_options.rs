@@ -108,10 +108,12 @@ tokio::task_local! {
 }
 
 /// The cancellation of the tool call running in this task by its caller
-/// ([`CallOptions::with_cancellation`]), not the host's cleanup signal. A
-/// process extension's proxy forwards only this one to its server: at a
-/// reload or at shutdown a proxied call may finish (P-4, H-11).
-pub(crate) fn caller_cancellation() -> Option<CancellationToken> {
+/// ([`CallOptions::with_cancellation`]), not the host's cleanup signal
+/// ([`super::current_call_cancellation`]); `None` outside a tool call or
+/// when the caller gave none. A process extension's proxy forwards only
+/// this one to its server: at a reload or at shutdown a proxied call may
+/// finish (P-4, H-11).
+pub fn current_caller_cancellation() -> Option<CancellationToken> {
     CALL.try_with(|call| call.caller.clone()).ok().flatten()
 }
 

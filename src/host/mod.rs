@@ -47,9 +47,9 @@ use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-pub(crate) use call_options::caller_cancellation;
 pub use call_options::{
-    CallOptions, Progress, ProgressSink, current_call_progress, report_progress,
+    CallOptions, Progress, ProgressSink, current_call_progress, current_caller_cancellation,
+    report_progress,
 };
 pub use calls::current_call_cancellation;
 pub use code::{BoxFuture, Event, ExtensionError, Tool, ToolDescriptor};

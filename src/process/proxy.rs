@@ -72,7 +72,7 @@ impl Tool for ProxyTool {
             let cancelled = async {
                 // Only the caller's cancellation: at a reload or at shutdown
                 // the call may finish (P-4, H-11); a drop still cancels.
-                match crate::host::caller_cancellation() {
+                match crate::host::current_caller_cancellation() {
                     Some(token) => token.cancelled_owned().await,
                     None => std::future::pending().await,
                 }
