@@ -105,6 +105,80 @@ async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_dr
     );
 }
 
+/// A tool that asks for its cancellation signal only after the shutdown
+/// fired it gets a token that has already fired: the host makes the token
+/// when the tool first asks (a call that never asks makes none), and the
+/// signal it missed is not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_asked_for_after_the_shutdown_fired_it_has_fired() {
+    let log = Log::default();
+    let ask = Arc::new(Notify::new());
+    let (_d, host) = host();
+    host.discover([ExtensionDefinition::from_fn("two", {
+        let (log, ask) = (log.clone(), ask.clone());
+        move |cx| {
+            let (log, ask) = (log.clone(), ask.clone());
+            async move {
+                let late_log = log.clone();
+                cx.register_tool(descriptor("late"), move |_input| {
+                    let (log, ask) = (late_log.clone(), ask.clone());
+                    async move {
+                        log.push("late:started");
+                        ask.notified().await;
+                        let token = current_call_cancellation().expect("a call's signal");
+                        log.push(if token.is_cancelled() {
+                            "late:fired"
+                        } else {
+                            "late:not-fired"
+                        });
+                        Ok(json!("late"))
+                    }
+                })?;
+                cx.register_tool(descriptor("early"), move |_input| {
+                    let log = log.clone();
+                    async move {
+                        let token = current_call_cancellation().expect("a call's signal");
+                        log.push("early:started");
+                        token.cancelled().await;
+                        log.push("early:saw-cancel");
+                        Ok(json!("early"))
+                    }
+                })?;
+                Ok(())
+            }
+        }
+    })])
+    .unwrap();
+    within(host.activate("two")).await.unwrap();
+    let call = |name: &'static str| {
+        let host = host.clone();
+        tokio::spawn(async move { host.call_tool(name, json!({})).await })
+    };
+    // `late` starts first, so the shutdown fires its signal before
+    // `early`'s (the calls of a generation are cancelled in the order
+    // they started, in one step).
+    let late = call("late");
+    while log.count("late:started") == 0 {
+        tokio::task::yield_now().await;
+    }
+    let early = call("early");
+    while log.count("early:started") == 0 {
+        tokio::task::yield_now().await;
+    }
+    let dispose = tokio::spawn({
+        let host = host.clone();
+        async move { host.dispose().await }
+    });
+    while log.count("early:saw-cancel") == 0 {
+        tokio::task::yield_now().await;
+    }
+    ask.notify_one();
+    assert_eq!(within(late).await.unwrap().unwrap(), json!("late"));
+    assert_eq!(within(early).await.unwrap().unwrap(), json!("early"));
+    within(dispose).await.unwrap().unwrap();
+    assert_eq!(log.count("late:fired"), 1, "{:?}", log.entries());
+}
+
 #[tokio::test]
 async fn a_call_whose_token_already_fired_never_starts() {
     let log = Log::default();

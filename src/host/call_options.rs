@@ -5,7 +5,9 @@
 //! Architecture invariant: plain data and one task-local (what the running
 //! call's tool can ask for); depends on nothing else in `host/`.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use tokio_util::sync::CancellationToken;
 
@@ -92,11 +94,97 @@ impl CallOptions {
     }
 }
 
+/// The host's two signals to one tool call in flight, in one allocation
+/// shared by the shell's table and the call.
+///
+/// A call whose tool never asks for its cancellation signal makes no
+/// [`CancellationToken`]: the token is made when the tool first asks
+/// ([`super::current_call_cancellation`]), already fired if the cleanup
+/// has begun. A call that finishes at its first poll takes no lock here.
+#[derive(Default)]
+pub(crate) struct CallSignals {
+    /// Set when the core abandons the call: its caller answers at once.
+    abandoned: AtomicBool,
+    /// Under one lock, so that no signal is missed by a token or a waker
+    /// registered while it fires.
+    state: Mutex<SignalState>,
+}
+
+#[derive(Default)]
+struct SignalState {
+    /// The call's extension's cleanup waits for it.
+    cancelled: bool,
+    /// The tool's token for that, once the tool asked for it.
+    token: Option<CancellationToken>,
+    /// The caller waiting for the call, to wake when it is abandoned.
+    waiter: Option<Waker>,
+}
+
+impl CallSignals {
+    fn state(&self) -> std::sync::MutexGuard<'_, SignalState> {
+        // No extension code runs under this lock.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The call's extension is cleaned up: the tool's token fires, now or
+    /// when the tool makes it.
+    pub fn cancel(&self) {
+        let mut state = self.state();
+        state.cancelled = true;
+        if let Some(token) = &state.token {
+            token.cancel();
+        }
+    }
+
+    /// The tool's cancellation token, made on first use.
+    pub fn token(&self) -> CancellationToken {
+        let mut state = self.state();
+        let cancelled = state.cancelled;
+        let token = state.token.get_or_insert_with(CancellationToken::new);
+        if cancelled {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    /// The core abandoned the call: its caller stops waiting.
+    pub fn abandon(&self) {
+        let waiter = {
+            let mut state = self.state();
+            self.abandoned.store(true, Ordering::Release);
+            state.waiter.take()
+        };
+        if let Some(waiter) = waiter {
+            waiter.wake();
+        }
+    }
+
+    /// Ready once the call is abandoned; until then the caller's task is
+    /// woken when it is.
+    pub fn poll_abandoned(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.abandoned.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        let mut state = self.state();
+        // Read again under the lock `abandon` sets it under: either it is
+        // set now, or `abandon` will find this waker.
+        if self.abandoned.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        match &mut state.waiter {
+            Some(waiter) => waiter.clone_from(cx.waker()),
+            None => state.waiter = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
 /// What the tool of the call running in a task can ask for: one
 /// task-local for all three, so a call pays one scope.
 pub(crate) struct CallScope {
-    /// The host's signal: fired when the call's extension is cleaned up.
-    pub cancellation: CancellationToken,
+    /// The host's signals: the cancellation fires when the call's
+    /// extension is cleaned up.
+    pub signals: Arc<CallSignals>,
     /// The caller's progress sink.
     pub progress: Option<ProgressSink>,
     /// The caller's own cancellation.

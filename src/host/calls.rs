@@ -11,6 +11,7 @@
 //! the tool, keeps its signals, and reports.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -18,11 +19,11 @@ use tokio::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::call_options::{CALL, CallOptions, CallScope};
+use super::call_options::{CALL, CallOptions, CallScope, CallSignals};
+use super::code::Tool;
 use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
-use super::snapshot::ToolHandler;
 use super::trace::CodeRun;
 use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
 
@@ -34,7 +35,7 @@ use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
 /// (`EXTENSION_TIMEOUT` for its caller) if it outlives the wait. A tool that
 /// does long work should watch it.
 pub fn current_call_cancellation() -> Option<CancellationToken> {
-    CALL.try_with(|call| call.cancellation.clone()).ok()
+    CALL.try_with(|call| call.signals.token()).ok()
 }
 
 /// Ends call `call` in the core, once: whoever gets here first (the call's
@@ -56,21 +57,21 @@ fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
 }
 
 /// Reports a call whose caller went away.
-struct FinishOnDrop {
-    inner: Arc<Inner>,
+struct FinishOnDrop<'a> {
+    inner: &'a Inner,
     call: CallId,
     /// The call's task, when it has one.
     task: Option<tokio::task::AbortHandle>,
     armed: bool,
 }
 
-impl Drop for FinishOnDrop {
+impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
             if let Some(task) = &self.task {
                 task.abort();
             }
-            finish(&self.inner, self.call, false);
+            finish(self.inner, self.call, false);
         }
     }
 }
@@ -104,7 +105,7 @@ pub(crate) async fn call(
             name: name.to_owned(),
         });
     }
-    let (call, handler, cancel, abandon, placement) = {
+    let (call, tool, signals, placement) = {
         let mut shell = inner.lock();
         let admitted = match shell.call_start(name) {
             Ok(admitted) => admitted,
@@ -130,20 +131,19 @@ pub(crate) async fn call(
         let placement = shell
             .core
             .call_placement(&inner.deadlines, owner, caller_cancel.is_some());
-        let cancel = CancellationToken::new();
-        let abandon = CancellationToken::new();
+        let signals = Arc::new(CallSignals::default());
         shell.calls.insert(
             admitted.call,
             CallHandle {
-                cancel: cancel.clone(),
-                abandon: abandon.clone(),
+                signals: signals.clone(),
                 task: None,
             },
         );
-        let handler = shell.tools.get(&admitted.tool).cloned();
-        (admitted.call, handler, cancel, abandon, placement)
+        // Only the tool itself: its descriptor stays in the table.
+        let tool = shell.tools.get(&admitted.tool).map(|h| h.tool.clone());
+        (admitted.call, tool, signals, placement)
     };
-    let Some(handler) = handler else {
+    let Some(tool) = tool else {
         finish(inner, call, false);
         return Err(HostError::ToolNotFound {
             name: name.to_owned(),
@@ -155,28 +155,27 @@ pub(crate) async fn call(
     let deadline = match placement {
         Placement::Inline => {
             let mut guard = FinishOnDrop {
-                inner: inner.clone(),
+                inner,
                 call,
                 task: None,
                 armed: true,
             };
-            let tool = handler.tool.clone();
-            drop(handler);
             let scope = CallScope {
-                cancellation: cancel,
+                signals: signals.clone(),
                 progress,
                 caller: None,
             };
             let run = CALL.scope(scope, contain(move || tool.call(input)));
+            let mut run = std::pin::pin!(run);
             // The tool runs here, in the caller's task; shutdown's
             // `AbandonCalls` ends the wait (and drops the tool's future,
             // inside containment). A caller that drops this future drops
             // the tool's too, and the guard reports the call ended.
-            let result = tokio::select! {
-                biased;
-                result = run => Some(result),
-                _ = abandon.cancelled() => None,
-            };
+            let result = std::future::poll_fn(|cx| match run.as_mut().poll(cx) {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                Poll::Pending => signals.poll_abandoned(cx).map(|()| None),
+            })
+            .await;
             guard.armed = false;
             let outcome = result.map(|result| (result, finish(inner, call, false)));
             return answer(name, None, outcome);
@@ -189,14 +188,13 @@ pub(crate) async fn call(
         inner,
         name,
         call,
-        handler,
+        tool,
         input,
         CallScope {
-            cancellation: cancel,
+            signals,
             progress,
             caller: caller_cancel,
         },
-        abandon,
         deadline,
     ))
     .await
@@ -209,19 +207,17 @@ async fn call_in_task(
     inner: &Arc<Inner>,
     name: &str,
     call: CallId,
-    handler: Arc<ToolHandler>,
+    tool: Arc<dyn Tool>,
     input: Value,
     scope: CallScope,
-    abandon: CancellationToken,
     deadline: Option<Duration>,
 ) -> Result<Value, HostError> {
     let caller_cancel = scope.caller.clone();
-    let tool_cancel = scope.cancellation.clone();
+    let signals = scope.signals.clone();
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
     let task = tokio::spawn(CALL.scope(scope, async move {
-        let tool = handler.tool.clone();
         let result = contain(move || tool.call(input)).await;
         let late = deadline.is_some_and(|d| started.elapsed() >= d);
         let verdict = finish(&task_inner, call, late);
@@ -236,7 +232,7 @@ async fn call_in_task(
         }
     }
     let mut guard = FinishOnDrop {
-        inner: inner.clone(),
+        inner,
         call,
         task: Some(abort.clone()),
         armed: true,
@@ -256,11 +252,11 @@ async fn call_in_task(
     let outcome = tokio::select! {
         biased;
         reported = &mut receiver => reported.ok(),
-        _ = abandon.cancelled() => None,
+        _ = std::future::poll_fn(|cx| signals.poll_abandoned(cx)) => None,
         _ = caller_cancelled => {
             // The tool hears it; the call stays tracked until it returns,
             // so shutdown still drains it (H-11, INV-12).
-            tool_cancel.cancel();
+            signals.cancel();
             guard.armed = false;
             return Err(HostError::CallCancelled { name: name.to_owned() });
         }

@@ -121,52 +121,80 @@ fn failure_of(e: &ExtensionError) -> Failure {
     }
 }
 
-/// A future that turns a panic while polling `inner` into a [`Failure`].
-/// The extension's future is dropped inside containment as soon as it
-/// finishes, and when this wrapper is dropped unfinished (cancelled, timed
-/// out or abandoned).
-pub(crate) struct CatchUnwind<'a, T> {
-    inner: Option<BoxFuture<'a, Result<T, ExtensionError>>>,
+/// Extension code that returns a future, called and polled with a panic
+/// turned into a [`Failure`]: in the call that makes the future, in each
+/// poll, and in the future's `Drop`. The future is dropped inside
+/// containment as soon as it finishes, and when this wrapper is dropped
+/// unfinished (cancelled, timed out or abandoned).
+///
+/// One flat future, not an `async` wrapper around one: code that finishes
+/// at its first poll (most hooks and tools) pays one call, one poll and one
+/// contained drop, with no state machine of the host's own around them.
+pub(crate) struct Contain<'a, T, M> {
+    /// The call that makes the future, until the first poll.
+    make: Option<M>,
+    /// The running future, between its call and its end.
+    running: Option<BoxFuture<'a, Result<T, ExtensionError>>>,
 }
 
-impl<'a, T> CatchUnwind<'a, T> {
-    pub(crate) fn new(inner: BoxFuture<'a, Result<T, ExtensionError>>) -> Self {
-        Self { inner: Some(inner) }
+/// Calls a step that returns a future, containing a panic in the call, in
+/// each poll and in the drop (see [`Contain`]).
+pub(crate) fn contain<'a, T, M>(make: M) -> Contain<'a, T, M>
+where
+    M: FnOnce() -> BoxFuture<'a, Result<T, ExtensionError>>,
+{
+    Contain {
+        make: Some(make),
+        running: None,
     }
 }
 
-impl<T> Future for CatchUnwind<'_, T> {
+// Neither field is structurally pinned: the future is boxed and pinned on
+// its own, and `make` is only ever moved out, never polled.
+impl<T, M> Unpin for Contain<'_, T, M> {}
+
+impl<'a, T, M> Future for Contain<'a, T, M>
+where
+    M: FnOnce() -> BoxFuture<'a, Result<T, ExtensionError>>,
+{
     type Output = Result<T, Failure>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(inner) = self.inner.as_mut() else {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(make) = this.make.take() {
+            match catch_unwind(AssertUnwindSafe(make)) {
+                Ok(future) => this.running = Some(future),
+                Err(payload) => return Poll::Ready(Err(Failure::panic(panic_message(payload)))),
+            }
+        }
+        let Some(running) = this.running.as_mut() else {
             return Poll::Ready(Err(Failure::error("polled after it finished")));
         };
-        let result = match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+        // The future stays outside the unwinding closure, so a panic in
+        // its poll does not drop it during the unwind (a second panic in
+        // its `Drop` there would abort): it is dropped below, contained.
+        let result = match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(value))) => Ok(value),
             Ok(Poll::Ready(Err(e))) => Err(failure_of(&e)),
             Err(payload) => Err(Failure::panic(panic_message(payload))),
         };
-        drop_contained(self.inner.take());
+        drop_contained(this.running.take());
         Poll::Ready(result)
     }
 }
 
-impl<T> Drop for CatchUnwind<'_, T> {
+impl<T, M> Drop for Contain<'_, T, M> {
     fn drop(&mut self) {
-        drop_contained(self.inner.take());
+        if let Some(running) = self.running.take() {
+            drop_contained(running);
+        }
+        // An unpolled call's captures may hold the last handle on
+        // extension data.
+        if let Some(make) = self.make.take() {
+            drop_contained(make);
+        }
     }
-}
-
-/// Calls a step that returns a future, containing a panic both in the call
-/// and while polling.
-pub(crate) async fn contain<'a, T: 'a>(
-    make: impl FnOnce() -> BoxFuture<'a, Result<T, ExtensionError>>,
-) -> Result<T, Failure> {
-    let future = catch_unwind(AssertUnwindSafe(make))
-        .map_err(|payload| Failure::panic(panic_message(payload)))?;
-    CatchUnwind::new(future).await
 }
 
 /// Tool data behind [`Contained`]: its `Drop` cannot unwind into the host.

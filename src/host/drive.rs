@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::code::{Event, HookFn};
+use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::shell::Inner;
@@ -411,9 +411,14 @@ impl Driver {
         start: usize,
         event: &Arc<Event>,
     ) -> Vec<Result<(), Failure>> {
-        self.hooks_done = Vec::with_capacity(hooks.len().saturating_sub(start));
-        for (i, hook) in hooks.iter().enumerate().skip(start) {
-            if let Some(recorder) = &self.inner.recorder {
+        let remaining = hooks.len().saturating_sub(start);
+        self.hooks_done = Vec::with_capacity(remaining);
+        // By index, not through the persistent list's iterator: the list
+        // is walked only for a recording host's trace.
+        for i in start..start + remaining {
+            if let Some(recorder) = &self.inner.recorder
+                && let Some(hook) = hooks.get(i)
+            {
                 recorder.ran(CodeRun::Hook(self.op, hook.hook));
             }
             let result = run_hook(handlers.get(i), event).await;
@@ -688,12 +693,16 @@ impl Default for HookProgress {
     }
 }
 
-/// Runs one hook with the emit's event, containing a panic.
-async fn run_hook(handler: Option<&Option<HookFn>>, event: &Arc<Event>) -> Result<(), Failure> {
-    match handler.and_then(Option::as_ref) {
-        Some(f) => contain(|| f(event.clone())).await,
-        None => Err(Failure::error("hook handler missing")),
-    }
+/// Runs one hook with the emit's event, containing a panic (one flat
+/// future: no state machine of its own around the hook's).
+fn run_hook<'a>(
+    handler: Option<&'a Option<HookFn>>,
+    event: &'a Arc<Event>,
+) -> impl Future<Output = Result<(), Failure>> + 'a {
+    contain(move || match handler.and_then(Option::as_ref) {
+        Some(f) => f(event.clone()),
+        None => Box::pin(async { Err(ExtensionError::new("hook handler missing")) }),
+    })
 }
 
 /// The hooks of one emit from `start` on, run one after another.
@@ -713,8 +722,10 @@ impl HookBatch {
     async fn run(self) {
         let mut started = Instant::now();
         self.mark(|progress| progress.hook_started = started);
-        for (i, hook) in self.hooks.iter().enumerate().skip(self.start) {
-            if let Some(recorder) = &self.recorder {
+        for i in self.start..self.hooks.len() {
+            if let Some(recorder) = &self.recorder
+                && let Some(hook) = self.hooks.get(i)
+            {
                 recorder.ran(CodeRun::Hook(self.op, hook.hook));
             }
             let result = run_hook(self.handlers.get(i), &self.event).await;

@@ -794,20 +794,21 @@ impl ExtensionHost {
         options: CallOptions,
     ) -> Result<Value, HostError> {
         let span = tracing::debug_span!("exthost.call", tool = name);
-        async {
-            let call = calls::call(&self.inner, name, input, options);
-            // The cause is only for a recording host's trace: without a
-            // recorder a call pays no task-local scope for it.
-            let result =
-                caused_by(self.cause(|| PublicCall::CallTool(name.to_owned())), call).await;
-            match &result {
-                Ok(_) => tracing::debug!(outcome = "ok", "tool call returned"),
-                Err(e) => tracing::debug!(outcome = e.code(), error = %e, "tool call failed"),
-            }
-            result
-        }
-        .instrument(span)
-        .await
+        // The cause is only for a recording host's trace: without a
+        // recorder a call pays no task-local scope for it. The call's
+        // state is boxed once: the layers above it (and the caller's own
+        // future) then move a pointer, not the call, which costs less than
+        // the copies it saves.
+        let call = caused_by(
+            self.cause(|| PublicCall::CallTool(name.to_owned())),
+            Box::pin(calls::call(&self.inner, name, input, options)),
+        );
+        let result = call.instrument(span.clone()).await;
+        span.in_scope(|| match &result {
+            Ok(_) => tracing::debug!(outcome = "ok", "tool call returned"),
+            Err(e) => tracing::debug!(outcome = e.code(), error = %e, "tool call failed"),
+        });
+        result
     }
 
     /// Calls a tool, first activating its extension through the normal

@@ -23,6 +23,7 @@ use rpds::{RedBlackTreeMapSync, VectorSync};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::call_options::CallSignals;
 use super::code::{DisposerFn, HookFn, ToolDescriptor};
 use super::contain::drop_contained;
 use super::context::{HostLink, Kept};
@@ -62,10 +63,9 @@ pub(crate) use super::deadlines::Deadlines;
 
 /// What the shell keeps of one tool call in flight.
 pub(crate) struct CallHandle {
-    /// Fired when its extension's cleanup waits for it.
-    pub cancel: CancellationToken,
-    /// Fired when the core abandons it: its caller answers at once.
-    pub abandon: CancellationToken,
+    /// Its cancellation (fired when its extension's cleanup waits for
+    /// it) and its abandonment (its caller answers at once).
+    pub signals: Arc<CallSignals>,
     /// The task running the tool.
     pub task: Option<tokio::task::AbortHandle>,
 }
@@ -116,7 +116,7 @@ pub(crate) struct Shell {
     /// The outcome of shutdown, for every `dispose` caller.
     pub disposed: watch::Sender<Option<Result<(), HostError>>>,
     /// Tool calls in flight.
-    pub calls: HashMap<CallId, CallHandle>,
+    pub calls: HashMap<CallId, CallHandle, BuildHasherDefault<HandleHasher>>,
     /// The commands that run extension code, in the order the core gave
     /// them, for the running operation's driver (only one operation runs
     /// at a time, so they are all its).
@@ -155,7 +155,7 @@ impl Shell {
             hook_handlers: None,
             settlers: HashMap::new(),
             disposed: watch::Sender::new(None),
-            calls: HashMap::new(),
+            calls: HashMap::default(),
             driver: VecDeque::new(),
             wake_driver: false,
             graveyard: Vec::new(),
@@ -317,14 +317,14 @@ impl Shell {
                 // waits for them to end, woken by each.
                 for call in calls {
                     if let Some(handle) = self.calls.get(&call) {
-                        handle.cancel.cancel();
+                        handle.signals.cancel();
                     }
                 }
             }
             Effect::AbandonCalls { calls } => {
                 for call in calls {
                     if let Some(handle) = self.calls.remove(&call) {
-                        handle.abandon.cancel();
+                        handle.signals.abandon();
                         if let Some(task) = handle.task {
                             task.abort();
                         }
@@ -474,6 +474,15 @@ impl Drop for ShellGuard<'_> {
         let Some(mut guard) = self.guard.take() else {
             return;
         };
+        // Most inputs (a tool call's start and end) leave nothing to do
+        // after the lock.
+        if !guard.publish_pending
+            && !guard.wake_driver
+            && guard.graveyard.is_empty()
+            && guard.deliveries.is_empty()
+        {
+            return;
+        }
         let previous = std::mem::take(&mut guard.publish_pending)
             .then(|| self.published.replace(guard.snapshot()));
         let graveyard = std::mem::take(&mut guard.graveyard);

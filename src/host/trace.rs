@@ -11,6 +11,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio_util::either::Either;
+
 use crate::core::{CallId, ContextId, DefinitionMeta, Input, OpId, OpKind, Registration, ToolSpec};
 
 /// A public host call, as the caller made it.
@@ -139,14 +141,19 @@ impl Recorder {
 
 /// Runs `future` as caused by `call`, unless an outer public call already
 /// is its cause (`emit` activating a triggered extension stays `emit`'s).
-pub(crate) async fn caused_by<F: std::future::Future>(
+///
+/// Not an `async fn`: one that takes a future and awaits it keeps the
+/// future twice in its own state (once as the argument, once as the
+/// awaited value), which doubles every call's future and the bytes each
+/// move of it copies.
+pub(crate) fn caused_by<F: std::future::Future>(
     call: Option<PublicCall>,
     future: F,
-) -> F::Output {
+) -> Either<tokio::task::futures::TaskLocalFuture<PublicCall, F>, F> {
     match call {
-        Some(call) if CAUSE.try_with(|_| ()).is_err() => CAUSE.scope(call, future).await,
+        Some(call) if CAUSE.try_with(|_| ()).is_err() => Either::Left(CAUSE.scope(call, future)),
         // Not recording (no cause to keep), or a cause is already set.
-        _ => future.await,
+        _ => Either::Right(future),
     }
 }
 
