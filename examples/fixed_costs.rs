@@ -1,0 +1,209 @@
+//! The host's fixed cost per tool call, emit and activation, beside the
+//! same work done directly, for an instruction count that does not depend
+//! on what else the machine is doing (docs/performance.md, issue 23).
+//!
+//! Each measured loop is its own function (`measure_*`), so callgrind can
+//! count inside it alone:
+//!
+//! ```text
+//! cargo build --release --example fixed_costs
+//! valgrind --tool=callgrind --toggle-collect='fixed_costs::measure_*' \
+//!     target/release/examples/fixed_costs emit 200
+//! ```
+//!
+//! Run without valgrind it prints the mean wall time of one operation.
+//!
+//! Usage: `fixed_costs WHAT [N] [mt]`, where WHAT is one of `call`,
+//! `direct-call`, `emit`, `emit-no-deadline`, `direct-loop`, `activate`,
+//! `activate-no-deadline`, and `mt` picks the multi-thread runtime (two
+//! workers) instead of the current-thread one.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use exthost::host::{
+    ActivationContext, BoxFuture, Event, Extension, ExtensionDefinition, ExtensionError,
+    ExtensionHost, HostOptions, ToolDescriptor,
+};
+use exthost::{ResourceLoader, ResourceRoot};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+const HOOKS: usize = 1_000;
+
+/// `HOOKS` hooks that count the events they see.
+struct Hooks(Arc<AtomicU64>);
+
+impl Extension for Hooks {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for _ in 0..HOOKS {
+                let counter = self.0.clone();
+                cx.on_event(move |_| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    async { Ok(()) }
+                })
+                .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Five echo tools, `t0` to `t4`.
+struct Echo;
+
+impl Extension for Echo {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for t in 0..5 {
+                let d = ToolDescriptor::new(format!("t{t}"), "echo", json!({}));
+                cx.register_tool(d, |input: Value| async move { Ok(input) })
+                    .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+type Hook = Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
+type ToolFn = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ExtensionError>> + Send + Sync>;
+
+#[inline(never)]
+fn measure_call(rt: &Runtime, host: &ExtensionHost, n: usize, input: &Value) {
+    for _ in 0..n {
+        black_box(rt.block_on(host.call_tool("t2", input.clone())).unwrap());
+    }
+}
+
+#[inline(never)]
+fn measure_direct_call(rt: &Runtime, tool: &ToolFn, n: usize, input: &Value) {
+    for _ in 0..n {
+        black_box(rt.block_on(tool(input.clone())).unwrap());
+    }
+}
+
+#[inline(never)]
+fn measure_emit(rt: &Runtime, host: &ExtensionHost, n: usize) {
+    for _ in 0..n {
+        black_box(rt.block_on(host.emit(Event::new("bench", json!({"n": 1})))).unwrap());
+    }
+}
+
+#[inline(never)]
+fn measure_direct_loop(rt: &Runtime, hooks: &[Hook], n: usize) {
+    for _ in 0..n {
+        rt.block_on(async {
+            let event = Arc::new(Event::new("bench", json!({"n": 1})));
+            for hook in hooks {
+                hook(event.clone()).await.unwrap();
+            }
+        })
+    }
+}
+
+#[inline(never)]
+fn measure_activate(rt: &Runtime, host: &ExtensionHost) {
+    rt.block_on(host.activate("echo")).unwrap();
+}
+
+fn host(dir: &std::path::Path, options: impl FnOnce(HostOptions) -> HostOptions) -> ExtensionHost {
+    let loader = ResourceLoader::create([ResourceRoot::new("bench", dir)]).unwrap();
+    ExtensionHost::new(options(HostOptions::new(loader))).unwrap()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_else(|| "call".to_owned());
+    let n: usize = args.next().map_or(10_000, |s| s.parse().expect("N"));
+    let mut builder = match args.next().as_deref() {
+        Some("mt") => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let rt = builder.enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = json!({"text": "hello"});
+    let counter = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut timed = Duration::ZERO;
+    match what.as_str() {
+        "call" => {
+            let host = host(dir.path(), |o| o);
+            host.discover([ExtensionDefinition::new("echo", || Ok(Echo))])
+                .unwrap();
+            rt.block_on(host.activate("echo")).unwrap();
+            let start = Instant::now();
+            measure_call(&rt, &host, n, &input);
+            timed = start.elapsed();
+            rt.block_on(host.dispose()).unwrap();
+        }
+        "direct-call" => {
+            let tool: ToolFn = Arc::new(|input: Value| Box::pin(async move { Ok(input) }));
+            measure_direct_call(&rt, &tool, n, &input);
+        }
+        "emit" | "emit-no-deadline" => {
+            let no_deadline = what == "emit-no-deadline";
+            let host = host(dir.path(), |o| {
+                if no_deadline {
+                    o.without_hook_deadline()
+                } else {
+                    o
+                }
+            });
+            let hooks = counter.clone();
+            host.discover([ExtensionDefinition::new("hooks", move || {
+                Ok(Hooks(hooks.clone()))
+            })])
+            .unwrap();
+            rt.block_on(host.activate("hooks")).unwrap();
+            let start = Instant::now();
+            measure_emit(&rt, &host, n);
+            timed = start.elapsed();
+            rt.block_on(host.dispose()).unwrap();
+        }
+        "direct-loop" => {
+            let hooks: Vec<Hook> = (0..HOOKS)
+                .map(|_| {
+                    let counter = counter.clone();
+                    Arc::new(move |_: Arc<Event>| {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
+                    }) as Hook
+                })
+                .collect();
+            measure_direct_loop(&rt, &hooks, n);
+        }
+        "activate" | "activate-no-deadline" => {
+            let no_deadline = what == "activate-no-deadline";
+            for _ in 0..n {
+                let host = host(dir.path(), |o| {
+                    if no_deadline {
+                        o.without_activation_deadline()
+                    } else {
+                        o
+                    }
+                });
+                host.discover([ExtensionDefinition::new("echo", || Ok(Echo))])
+                    .unwrap();
+                let start = Instant::now();
+                measure_activate(&rt, &host);
+                timed += start.elapsed();
+                rt.block_on(host.dispose()).unwrap();
+            }
+        }
+        other => {
+            eprintln!("unknown WHAT {other:?}; see the module documentation");
+            std::process::exit(2);
+        }
+    }
+    if timed.is_zero() {
+        timed = start.elapsed();
+    }
+    println!("{what}: {:?} per operation over {n}", timed / n.max(1) as u32);
+}
