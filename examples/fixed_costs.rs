@@ -88,7 +88,10 @@ fn measure_direct_call(rt: &Runtime, tool: &ToolFn, n: usize, input: &Value) {
 #[inline(never)]
 fn measure_emit(rt: &Runtime, host: &ExtensionHost, n: usize) {
     for _ in 0..n {
-        black_box(rt.block_on(host.emit(Event::new("bench", json!({"n": 1})))).unwrap());
+        black_box(
+            rt.block_on(host.emit(Event::new("bench", json!({"n": 1}))))
+                .unwrap(),
+        );
     }
 }
 
@@ -205,5 +208,8 @@ fn main() {
     if timed.is_zero() {
         timed = start.elapsed();
     }
-    println!("{what}: {:?} per operation over {n}", timed / n.max(1) as u32);
+    println!(
+        "{what}: {:?} per operation over {n}",
+        timed / n.max(1) as u32
+    );
 }

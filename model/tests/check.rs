@@ -12,10 +12,10 @@ const CI_UNIQUE_STATES: usize = 133_080;
 /// providers with one tool, hook and disposer and two requests).
 const LIFECYCLE_UNIQUE_STATES: usize = 1_356_616;
 /// The distinct states of the default check's one search (issue 24): the
-/// default bounds with every input ([`Bounds::full`]). Not pinned yet: the
-/// search did not finish on the loaded machine of issue 24, and the real
-/// core breaks INV-10 there (an open bug, docs/model-checking.md "Issue
-/// 24"), so the count is taken once the core is fixed.
+/// default bounds with every input ([`Bounds::full`]). Not pinned yet: no
+/// run of the search has finished on this project's shared machines
+/// (docs/model-checking.md, "Issue 24", has the longest runs). The INV-10
+/// bug it found first is fixed and pinned in `core_regressions.rs`.
 const FULL_UNIQUE_STATES: Option<usize> = None;
 
 /// The default check, one search over every input: too slow for the suite

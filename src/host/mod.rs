@@ -710,15 +710,11 @@ impl ExtensionHost {
         model: &str,
     ) -> Result<SelectedProvider, HostError> {
         self.refuse_reentrant("select_provider")?;
-        let cause = PublicCall::SelectProvider {
+        let cause = self.cause(|| PublicCall::SelectProvider {
             provider: provider.to_owned(),
             model: model.to_owned(),
-        };
-        caused_by(
-            self.cause(|| cause),
-            self.select_provider_inner(provider, model),
-        )
-        .await
+        });
+        caused_by(cause, self.select_provider_inner(provider, model)).await
     }
 
     async fn select_provider_inner(
