@@ -290,6 +290,48 @@ async fn a_caller_dropped_after_the_start_leaves_no_partial_state() {
     assert_eq!(host.tools().names(), s(&["t"]));
 }
 
+/// An idle queue lets an operation begin in its caller's task (issue 23):
+/// on a current-thread runtime nothing else runs during one poll, so with
+/// no activation deadline the activation's code ran in that poll (with
+/// one, the factory went to the blocking pool). At its first wait the operation
+/// moves to a task of its own, so a caller that keeps its future but never
+/// polls it again holds nothing up: the next operation goes on, and the
+/// kept future has its outcome.
+#[tokio::test]
+async fn an_operation_begun_in_its_callers_poll_goes_on_when_the_caller_stops_polling() {
+    for inline in [false, true] {
+        let log = Log::default();
+        let (_d, host) = host_with(|o| {
+            if inline {
+                o.without_activation_deadline()
+            } else {
+                o
+            }
+        });
+        let gate = Arc::new(Semaphore::new(0));
+        let mut slow = Script::new("slow", &log).tools(&["t"]);
+        slow.gate = Some(gate.clone());
+        let next = Script::new("next", &log);
+        host.discover([slow.definition(), next.definition()])
+            .unwrap();
+        let mut kept = pin!(host.activate("slow"));
+        assert!(poll_once(kept.as_mut()).is_pending());
+        if inline {
+            // No activation deadline: the factory and `activate` ran in
+            // that poll, up to the gate.
+            assert_eq!(log.entries(), s(&["slow:factory", "slow:activate"]));
+        }
+        gate.add_permits(1);
+        within(host.activate("next")).await.unwrap();
+        assert_eq!(host.status("slow"), Some(Status::Active));
+        assert_eq!(host.tools().names(), s(&["t"]));
+        assert!(matches!(
+            poll_once(kept.as_mut()),
+            Poll::Ready(Ok(exthost::host::Activation::Activated))
+        ));
+    }
+}
+
 #[tokio::test]
 async fn shutdown_runs_every_step_in_reverse_order_and_aggregates_failures() {
     let log = Log::default();

@@ -8,11 +8,15 @@
 //!   operation settled: done), its calls in flight (wait, woken by each
 //!   call's end), or a step no command asked for (a shell bug: the step is
 //!   fed as lost, and the core goes on).
-//! - Each piece of extension code runs in a task of its own (the factory on
-//!   the blocking pool), so the driver can hold a deadline against code that
-//!   blocks its thread or never returns; what the driver feeds the core
-//!   when a deadline passes or a completion arrives late is decided by the
-//!   core (`DeadlinePassed`, then the completion).
+//! - A driver runs in a task of its own, or in its caller's task until it
+//!   first has to wait ([`Driver::run_here`]), and then moves, as it stands,
+//!   to a task of its own: a step is never cut short by the move.
+//! - A piece of extension code under a deadline runs in a task of its own
+//!   (the factory on the blocking pool), so the driver can hold the
+//!   deadline against code that blocks its thread or never returns; code
+//!   with no deadline runs in the driver (the core's placement). What the
+//!   driver feeds the core when a deadline passes or a completion arrives
+//!   late is decided by the core (`DeadlinePassed`, then the completion).
 //! - A driver that ends without settling its operation (its task aborted,
 //!   its runtime shutting down, a bug unwinding) feeds the core `StepLost`
 //!   and hands the rest of the operation, with its turn in the queue, to a
@@ -20,7 +24,9 @@
 //!   outcome.
 
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rpds::VectorSync;
@@ -29,9 +35,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::code::{Event, ExtensionError, HookFn};
-use super::contain::{catch_sync, contain, under_queue, under_queue_thread};
+use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::shell::Inner;
+use super::trace::uncaused;
 use crate::core::{
     Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure, Input,
     LiveHook, OpId, Placement,
@@ -148,6 +155,52 @@ impl Driver {
             }
             driver.run().await;
         }));
+    }
+
+    /// Begins `op`, whose turn came at once, and runs it in the caller's
+    /// task for as long as it needs no waiting: an operation whose steps
+    /// all finish when first polled (hooks and an activation without a
+    /// deadline, over code that does not wait) settles here, with no task
+    /// and no hand-off between threads. At its first wait the operation,
+    /// exactly as it stands, moves to a task of its own, so from then on it
+    /// depends on its caller no more than one spawned at once would: the
+    /// caller may drop its future or stop polling it, and the queue goes on.
+    ///
+    /// It is polled once here with a waker that does nothing (the task it
+    /// moves to polls it again with its own), inside `catch_unwind`: a bug
+    /// that unwinds out of the driver drops it there, and its `Drop` hands
+    /// the rest of the operation to a fresh task as for a driver task that
+    /// died, so the caller still gets an outcome.
+    pub(crate) fn run_here(inner: Arc<Inner>, op: OpId, event: Option<Arc<Event>>, turn: Turn) {
+        let host = inner.id;
+        let recording = inner.recorder.is_some();
+        let mut driver = Driver::new(inner, op, event);
+        driver.turn = Some(turn);
+        let mut operation = Box::pin(uncaused(
+            recording,
+            under_queue(host, async move {
+                driver.begin();
+                driver.run().await;
+            }),
+        ));
+        let mut cx = Context::from_waker(Waker::noop());
+        match catch_unwind(AssertUnwindSafe(|| operation.as_mut().poll(&mut cx))) {
+            Ok(Poll::Ready(())) => {}
+            Ok(Poll::Pending) => {
+                tokio::spawn(operation);
+            }
+            Err(payload) => {
+                tracing::error!(%op, "the operation's driver panicked in its caller's task");
+                drop_contained(payload);
+                drop(operation);
+            }
+        }
+    }
+
+    /// The operation begins: the core starts what its turn allows.
+    fn begin(&mut self) {
+        self.begun = true;
+        let _ = self.inner.lock().apply(Input::Begin(self.op));
     }
 
     /// Feeds inputs in order; what they set off reaches the driver's queue

@@ -6,8 +6,10 @@
 //! the effects it returns, awaiting extension code outside the lock,
 //! containing panics (H-8) and marking the task so a reentrant host call
 //! fails at once (H-7). Operations are serialized by a [`SerialQueue`]
-//! (H-3); once an operation starts it runs in its own task, so dropping the
-//! caller's future never leaves partial state.
+//! (H-3); an operation begins in its caller's task only when its turn
+//! comes at once, and moves to a task of its own at its first wait, so
+//! dropping the caller's future (or no longer polling it) never leaves
+//! partial state.
 //!
 //! Architecture invariants:
 //! - This file is the public API only: options, reports and

@@ -1,13 +1,20 @@
 //! Submitting operations: a request joins the core's queue and the serial
-//! queue (H-3), its driver waits for its turn in a task of its own, and a
-//! caller that goes away before the turn withdraws it.
+//! queue (H-3). When the queue is idle the operation begins in its caller's
+//! task and runs there until it first has to wait; otherwise its driver
+//! waits for its turn in a task of its own, and a caller that goes away
+//! before the turn withdraws it.
 //!
-//! Architecture invariant: the caller's future only waits. Everything an
-//! operation does runs in its driver's task ([`super::drive`]), so dropping
-//! the caller's future never leaves partial state and never wedges the
-//! queue.
+//! Architecture invariant: once the caller's future has returned `Pending`
+//! it only waits. Everything an operation does after that runs in its
+//! driver's task ([`super::drive`]); what it did before ran inside the
+//! caller's one poll, which the caller cannot interrupt. So dropping the
+//! caller's future, or no longer polling it, never leaves partial state
+//! and never wedges the queue.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -17,6 +24,7 @@ use super::drive::Driver;
 use super::error::HostError;
 use super::shell::Inner;
 use crate::core::{OpId, OpKind, OpOutcome, Requested};
+use crate::queue::{Ticket, Turn};
 
 /// Withdraws a queued operation when its caller's future is dropped before
 /// the operation began (H-3). Under the shell lock it either finds the
@@ -73,8 +81,17 @@ pub(crate) async fn run(
         shell.settlers.insert(op, settler);
         (op, ticket, outcome)
     };
-    // The operation waits for its turn in its own task, so the queue
-    // never depends on how (or whether) the caller polls.
+    // An idle queue gives the turn at once: the operation begins here and
+    // runs in this task until it first has to wait, then moves to a task
+    // of its own. Otherwise it waits for its turn in its own task. Either
+    // way the queue never depends on how (or whether) the caller polls.
+    let mut ticket = ticket;
+    if let Some(turn) = turn_now(&mut ticket) {
+        Driver::run_here(inner.clone(), op, event, turn);
+        // The settler was sent if the operation settled here; otherwise
+        // its task sends it.
+        return outcome.await.map_err(|_| lost());
+    }
     let withdrawn = CancellationToken::new();
     Driver::spawn(inner.clone(), op, event, ticket, Some(withdrawn.clone()));
     let mut guard = WithdrawOnDrop {
@@ -88,6 +105,15 @@ pub(crate) async fn run(
     // The settler is dropped unsent only when the task running the
     // operation was lost with no way to finish it.
     result.map_err(|_| lost())
+}
+
+/// The turn, if the queue gives it without waiting. A ticket left
+/// waiting keeps the inert waker only until its task polls it.
+fn turn_now(ticket: &mut Ticket) -> Option<Turn> {
+    match Pin::new(ticket).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(turn) => Some(turn),
+        Poll::Pending => None,
+    }
 }
 
 /// Asks for the shutdown, or joins the one asked for, and waits for its

@@ -101,7 +101,9 @@ pub struct Recorder {
 }
 
 tokio::task_local! {
-    static CAUSE: PublicCall;
+    /// The public call the current task serves; `None` inside an
+    /// operation's driver, whichever task polls it.
+    static CAUSE: Option<PublicCall>;
 }
 
 impl Recorder {
@@ -126,7 +128,7 @@ impl Recorder {
     }
 
     pub(crate) fn input(&self, call: CoreCall) {
-        let cause = CAUSE.try_with(Clone::clone).ok();
+        let cause = CAUSE.try_with(Clone::clone).ok().flatten();
         self.push(TraceEvent::Input(call, cause));
     }
 
@@ -149,19 +151,40 @@ impl Recorder {
 pub(crate) fn caused_by<F: std::future::Future>(
     call: Option<PublicCall>,
     future: F,
-) -> Either<tokio::task::futures::TaskLocalFuture<PublicCall, F>, F> {
+) -> Either<tokio::task::futures::TaskLocalFuture<Option<PublicCall>, F>, F> {
     match call {
-        Some(call) if CAUSE.try_with(|_| ()).is_err() => Either::Left(CAUSE.scope(call, future)),
+        Some(call) if !has_cause() => Either::Left(CAUSE.scope(Some(call), future)),
         // Not recording (no cause to keep), or a cause is already set.
         _ => Either::Right(future),
     }
 }
 
+/// True when the current task serves a public call already.
+fn has_cause() -> bool {
+    CAUSE.try_with(Option::is_some).unwrap_or(false)
+}
+
+/// Runs an operation's driver as caused by no public call, even when the
+/// task polling it serves one (an operation that begins in its caller's
+/// task): what the driver feeds the core, and the requests of the
+/// extension code it runs, are recorded as they would be from a task of
+/// the driver's own. Costs nothing unless `recording`.
+pub(crate) fn uncaused<F: std::future::Future>(
+    recording: bool,
+    future: F,
+) -> Either<tokio::task::futures::TaskLocalFuture<Option<PublicCall>, F>, F> {
+    if recording {
+        Either::Left(CAUSE.scope(None, future))
+    } else {
+        Either::Right(future)
+    }
+}
+
 /// The synchronous form of [`caused_by`].
 pub(crate) fn sync_caused_by<T>(call: PublicCall, f: impl FnOnce() -> T) -> T {
-    if CAUSE.try_with(|_| ()).is_ok() {
+    if has_cause() {
         f()
     } else {
-        CAUSE.sync_scope(call, f)
+        CAUSE.sync_scope(Some(call), f)
     }
 }

@@ -16,7 +16,9 @@
 //!   replayed core answers it (M-3, INV-14): `emit` activates only what
 //!   the core's `triggered_by` names, `activate_eager` only what its
 //!   `eager` names, `call_tool_activating` and `select_provider` only the
-//!   extension the core's admission starts.
+//!   extension the core's admission starts;
+//! - an operation's inputs are fed by its driver, never on behalf of a
+//!   public call, also while the driver runs in its caller's task.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -123,6 +125,15 @@ impl Replay {
                 Ok(())
             }
             CoreCall::Step(input) => {
+                if let Some(cause) = cause {
+                    // An operation's inputs come from its driver, which
+                    // serves no public call even while it runs in its
+                    // caller's task.
+                    self.violation(
+                        index,
+                        format!("{input:?} is fed on behalf of {cause:?}, not by its driver"),
+                    );
+                }
                 self.step_input(&core, input);
                 core.apply(input.clone())
             }
