@@ -466,14 +466,8 @@ impl Driver {
     ) -> Vec<Result<(), Failure>> {
         let remaining = hooks.len().saturating_sub(start);
         self.hooks_done = Vec::with_capacity(remaining);
-        // By index, not through the persistent list's iterator: the list
-        // is walked only for a recording host's trace.
         for i in start..start + remaining {
-            if let Some(recorder) = &self.inner.recorder
-                && let Some(hook) = hooks.get(i)
-            {
-                recorder.ran(CodeRun::Hook(self.op, hook.hook));
-            }
+            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
             let result = run_hook(handlers.get(i), event).await;
             self.hooks_done.push(result);
         }
@@ -758,6 +752,22 @@ fn run_hook<'a>(
     })
 }
 
+/// Records, for a recording host's trace, that the emit's hook `i` runs.
+/// The persistent list is read only then: the hook loops themselves go by
+/// index.
+fn record_hook(
+    recorder: Option<&super::trace::Recorder>,
+    op: OpId,
+    hooks: &VectorSync<LiveHook>,
+    i: usize,
+) {
+    if let Some(recorder) = recorder
+        && let Some(hook) = hooks.get(i)
+    {
+        recorder.ran(CodeRun::Hook(op, hook.hook));
+    }
+}
+
 /// The hooks of one emit from `start` on, run one after another.
 struct HookBatch {
     handlers: Arc<[Option<HookFn>]>,
@@ -776,11 +786,7 @@ impl HookBatch {
         let mut started = Instant::now();
         self.mark(|progress| progress.hook_started = started);
         for i in self.start..self.hooks.len() {
-            if let Some(recorder) = &self.recorder
-                && let Some(hook) = self.hooks.get(i)
-            {
-                recorder.ran(CodeRun::Hook(self.op, hook.hook));
-            }
+            record_hook(self.recorder.as_deref(), self.op, &self.hooks, i);
             let result = run_hook(self.handlers.get(i), &self.event).await;
             // One clock reading per hook: its end is the next one's start.
             // A completion after the deadline belongs to the deadline.
