@@ -109,7 +109,7 @@ fn registry_errors() -> Vec<RegistryError> {
         },
         RegistryError::ProviderClash {
             provider: "p".to_owned(),
-            holder: Owner::Extension("x".to_owned()),
+            holder: Owner::extension("x"),
         },
         RegistryError::InvalidProvider {
             provider: "p".to_owned(),

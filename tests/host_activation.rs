@@ -269,7 +269,7 @@ async fn a_clash_with_a_live_tool_fails_the_whole_activation() {
     assert_eq!(log.count("second:disposer0"), 1);
     assert_eq!(
         host.tools().get("shared").unwrap().owner,
-        &exthost::core::Owner::Extension("first".into())
+        &exthost::core::Owner::extension("first")
     );
 }
 

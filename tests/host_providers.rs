@@ -199,7 +199,7 @@ async fn a_registered_provider_is_published_with_the_tools_in_one_snapshot() {
         assert_eq!(providers.ids(), ["acme"]);
         let p = providers.get("acme").unwrap();
         assert_eq!(p.display_name(), "Acme Models");
-        assert_eq!(p.owner(), &Owner::Extension("acme-ext".into()));
+        assert_eq!(p.owner(), &Owner::extension("acme-ext"));
         let schema = json!({"type": "object", "properties": {"key": {"type": "string"}}});
         assert_eq!(p.config_schema(), Some(schema.clone()));
         assert_eq!(
@@ -326,7 +326,7 @@ async fn select_provider_starts_a_dormant_manifest_extension_once() {
 
         let selected = host.select_provider("acme", "fast").await.unwrap();
         assert!(selected.activated, "the provider trigger started it");
-        assert_eq!(selected.owner, Owner::Extension("acme-ext".into()));
+        assert_eq!(selected.owner, Owner::extension("acme-ext"));
         assert_eq!(selected.model.id, "fast");
         assert_eq!(host.status("acme-ext"), Some(Status::Active));
         assert_eq!(provider_ids(&host), ["acme"]);

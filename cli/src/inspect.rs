@@ -202,7 +202,7 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
             );
             let _ = registry.insert(
                 &spec,
-                Owner::Extension(tool.extension_id.clone()),
+                Owner::extension(&tool.extension_id),
                 Binding::Dormant,
             );
         }

@@ -490,7 +490,7 @@ async fn list_live(
     let disposed = host.dispose().await;
     activated.map_err(|e| describe(&e))?;
     disposed.map_err(|e| describe(&e))?;
-    let owner = Owner::Extension(id.to_owned());
+    let owner = Owner::extension(id);
     let prefix = format!("{id}:");
     Ok(snapshot
         .iter()

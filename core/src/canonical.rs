@@ -195,6 +195,20 @@ macro_rules! impl_ids {
     };
 }
 
+/// A shared id (an [`Owner`]'s) is renamed by replacing it.
+impl ExtensionIds for std::sync::Arc<str> {
+    fn ids(&self, v: &mut impl FnMut(&str)) {
+        v(self);
+    }
+    fn ids_mut(&mut self, v: &mut impl FnMut(&mut String)) {
+        let mut id = self.to_string();
+        v(&mut id);
+        if *id != **self {
+            *self = std::sync::Arc::from(id);
+        }
+    }
+}
+
 impl ExtensionIds for String {
     fn ids(&self, v: &mut impl FnMut(&str)) {
         v(self);

@@ -7,6 +7,7 @@
 //! lifecycles or of the host's operations.
 
 use std::fmt;
+use std::sync::Arc;
 
 use rpds::RedBlackTreeMapSync;
 use sha2::{Digest, Sha256};
@@ -52,12 +53,44 @@ impl ToolSpec {
 }
 
 /// Who contributed a registry entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+///
+/// An extension's id is shared, not copied: every entry of an extension
+/// and every call in flight of its tools holds the same `Arc<str>`, so
+/// admitting a call clones a pointer, not the id's text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Owner {
     /// A base tool given to the host at construction.
     Base,
     /// An extension, by id.
-    Extension(String),
+    Extension(Arc<str>),
+}
+
+impl Owner {
+    /// The owner `Extension(id)`.
+    pub fn extension(id: &str) -> Self {
+        Owner::Extension(Arc::from(id))
+    }
+
+    /// The extension's id; `None` for a base tool.
+    pub fn extension_id(&self) -> Option<&str> {
+        match self {
+            Owner::Extension(id) => Some(id),
+            Owner::Base => None,
+        }
+    }
+}
+
+/// Serialized as the derived form of `Base | Extension(String)` was:
+/// `"Base"` or `{"Extension": id}`.
+impl serde::Serialize for Owner {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Owner::Base => serializer.serialize_unit_variant("Owner", 0, "Base"),
+            Owner::Extension(id) => {
+                serializer.serialize_newtype_variant("Owner", 1, "Extension", &**id)
+            }
+        }
+    }
 }
 
 impl fmt::Display for Owner {

@@ -123,7 +123,7 @@ fn a_plain_extension_cannot_take_a_namespaced_tool_name() {
     discover(&mut core, vec![manifest()]).unwrap();
     let dormant = core.registry().get("m:x").expect("m's dormant descriptor");
     assert_eq!(dormant.binding, Binding::Dormant);
-    assert_eq!(dormant.owner, Owner::Extension("m".into()));
+    assert_eq!(dormant.owner, Owner::extension("m"));
 }
 
 #[test]

@@ -25,7 +25,7 @@ use super::contain::contain;
 use super::error::HostError;
 use super::shell::{CallHandle, Inner};
 use super::trace::CodeRun;
-use crate::core::{CallId, CallRefused, CallVerdict, Failure, Owner, Placement};
+use crate::core::{CallId, CallRefused, CallVerdict, Failure, Placement};
 
 /// The cancellation signal of the tool call running in this task, if any.
 ///
@@ -124,13 +124,11 @@ pub(crate) async fn call(
                 });
             }
         };
-        let owner = match &admitted.owner {
-            Owner::Extension(id) => Some(id.as_str()),
-            Owner::Base => None,
-        };
-        let placement = shell
-            .core
-            .call_placement(&inner.deadlines, owner, caller_cancel.is_some());
+        let placement = shell.core.call_placement(
+            &inner.deadlines,
+            admitted.owner.extension_id(),
+            caller_cancel.is_some(),
+        );
         let signals = Arc::new(CallSignals::default());
         shell.calls.insert(
             admitted.call,

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use super::client::Session;
 use super::monitor::{ListChange, MonitorState};
-use crate::core::{FailureCause, Owner};
+use crate::core::FailureCause;
 use crate::host::{HostError, HostHandle, Reload, ToolSnapshot};
 use crate::manifest::schema_digest;
 
@@ -70,7 +70,7 @@ pub(crate) fn live_keys(snapshot: &ToolSnapshot, extension: &str) -> Vec<ToolKey
     let prefix = format!("{extension}:");
     let mut keys: Vec<ToolKey> = snapshot
         .iter()
-        .filter(|t| !t.dormant && matches!(t.owner, Owner::Extension(id) if id == extension))
+        .filter(|t| !t.dormant && t.owner.extension_id() == Some(extension))
         .map(|t| {
             let name = t.name.strip_prefix(&prefix).unwrap_or(t.name);
             ToolKey::new(name, t.description, t.input_schema)

@@ -192,7 +192,7 @@ impl Replay {
             if self.kinds.get(op) == Some(&OpKind::Dispose) {
                 let busy: Vec<_> = core
                     .calls_in_flight()
-                    .filter(|(_, owner)| **owner == Owner::Extension(step.extension.clone()))
+                    .filter(|(_, owner)| **owner == Owner::extension(&step.extension))
                     .map(|(c, _)| c)
                     .collect();
                 if !busy.is_empty() {

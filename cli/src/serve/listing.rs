@@ -5,7 +5,6 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use exthost::core::Owner;
 use exthost::host::{ToolInfo, ToolSnapshot};
 use rmcp::model::{JsonObject, Tool};
 use serde_json::Value;
@@ -50,10 +49,7 @@ pub(crate) fn fingerprint(snapshot: &ToolSnapshot) -> u64 {
 
 /// The extension that owns a tool, if any (base tools have none).
 pub(crate) fn owner_of(info: &ToolInfo<'_>) -> Option<String> {
-    match info.owner {
-        Owner::Extension(id) => Some(id.clone()),
-        Owner::Base => None,
-    }
+    info.owner.extension_id().map(str::to_owned)
 }
 
 /// The tool a client named: its API name, or its runtime name.

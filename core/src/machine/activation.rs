@@ -262,7 +262,7 @@ impl HostCore {
             self.stage_providers(meta, staged, &mut candidate)?;
             return Ok(candidate);
         }
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         let mut candidate = self.registry.clone();
         // A reload validates against the live registry without the old
         // generation, whose tools keep their API names (H-12, M-6).

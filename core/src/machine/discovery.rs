@@ -86,7 +86,7 @@ impl HostCore {
         for spec in dormant_specs(&meta) {
             // validate_meta proved these names valid, unique in the batch,
             // and free in the live registry.
-            let owner = Owner::Extension(meta.id.clone());
+            let owner = Owner::extension(&meta.id);
             let _ = self.registry.insert(&spec, owner, Binding::Dormant);
         }
         self.index.insert_mut(meta.id.clone(), self.exts.len());
@@ -128,11 +128,7 @@ fn validate_meta(
     let mut scratch = ToolRegistry::new();
     for runtime in dormant_specs(meta) {
         scratch
-            .insert(
-                &runtime,
-                Owner::Extension(meta.id.clone()),
-                Binding::Dormant,
-            )
+            .insert(&runtime, Owner::extension(&meta.id), Binding::Dormant)
             .map_err(invalid)?;
         // The descriptor must also be free in the live registry (a base
         // tool may hold `<extension>:<tool>`), or it would be lost.

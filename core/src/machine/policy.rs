@@ -73,11 +73,11 @@ impl HostCore {
                 };
                 if self.grant_refused(extension) {
                     DormantCall::Revoked {
-                        extension: extension.clone(),
+                        extension: extension.to_string(),
                     }
                 } else {
                     DormantCall::Start {
-                        extension: extension.clone(),
+                        extension: extension.to_string(),
                     }
                 }
             }

@@ -198,7 +198,7 @@ impl HostCore {
         if !self.mutant(Mutant::PublishBeforeValidate) {
             return;
         }
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         let _ = self
             .registry
             .insert(&meta.runtime_spec(spec), owner, Binding::Live(tool));
@@ -215,7 +215,7 @@ impl HostCore {
         if !self.mutant(Mutant::ProviderPublishedBeforeValidation) {
             return;
         }
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         let _ = self.registry.insert_provider(record, owner);
         self.publish();
     }
@@ -285,7 +285,7 @@ impl HostCore {
                 let tool = self.counters.tool();
                 let _ = self
                     .registry
-                    .insert(&spec, Owner::Extension(id), Binding::Live(tool));
+                    .insert(&spec, Owner::extension(&id), Binding::Live(tool));
                 Registered::Tool(tool)
             }
             Registration::Hook => {
@@ -299,7 +299,9 @@ impl HostCore {
             }
             Registration::Disposer => Registered::Disposer(self.counters.disposer()),
             Registration::Provider(record) => {
-                let _ = self.registry.insert_provider(&record, Owner::Extension(id));
+                let _ = self
+                    .registry
+                    .insert_provider(&record, Owner::extension(&id));
                 Registered::Provider
             }
         };

@@ -94,7 +94,7 @@ impl HostCore {
                 }
             }
             Some((extension, _)) => ProviderSelection::ModelNotFound {
-                owner: Owner::Extension(extension),
+                owner: Owner::extension(&extension),
             },
         }
     }
@@ -116,7 +116,7 @@ impl HostCore {
             check_provider_declarations(declared, &staged.providers)
                 .map_err(FailureCause::Declaration)?;
         }
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         for record in &staged.providers {
             candidate
                 .insert_provider(record, owner.clone())
@@ -135,7 +135,7 @@ impl HostCore {
         let Some(old) = self.extension(&meta.id).and_then(ExtensionSlot::active) else {
             return;
         };
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         for record in &old.state().contribution.providers {
             if candidate
                 .provider(&record.id)

@@ -100,7 +100,7 @@ impl HostCore {
             return kept;
         };
         self.without_old_providers(meta, candidate);
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         for (_, spec) in &old.state().contribution.tools {
             let name = meta.runtime_tool_name(&spec.name);
             if candidate.get(&name).is_some_and(|e| e.owner == owner)
@@ -133,7 +133,7 @@ impl HostCore {
         }
         let old = self.extension(&meta.id).and_then(ExtensionSlot::active)?;
         let (replaced, dropped) = pair_with_old(&old.state().contribution.tools, &staged.tools)?;
-        let owner = Owner::Extension(meta.id.clone());
+        let owner = Owner::extension(&meta.id);
         let mut candidate = self.registry.clone();
         self.without_old_providers(meta, &mut candidate);
         for spec in dropped {

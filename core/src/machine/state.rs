@@ -468,7 +468,7 @@ pub(super) fn without_dormant_descriptors(
     meta: &DefinitionMeta,
     candidate: &mut ToolRegistry,
 ) -> BTreeMap<String, String> {
-    let owner = Owner::Extension(meta.id.clone());
+    let owner = Owner::extension(&meta.id);
     let mut kept = BTreeMap::new();
     for declared in meta.declared_tools.iter().flatten() {
         let name = meta.runtime_tool_name(&declared.name);

@@ -233,12 +233,12 @@ mod tests {
     #[test]
     fn providers_keep_publication_order_and_refuse_clashes() {
         let mut r = ToolRegistry::new();
-        let a = Owner::Extension("a".into());
+        let a = Owner::extension("a");
         r.insert_provider(&record("zeta", &["m"]), a.clone())
             .unwrap();
         r.insert_provider(&record("alpha", &[]), a.clone()).unwrap();
         let err = r
-            .insert_provider(&record("zeta", &[]), Owner::Extension("b".into()))
+            .insert_provider(&record("zeta", &[]), Owner::extension("b"))
             .unwrap_err();
         assert_eq!(err.code(), "EXTENSION_PROVIDER_CLASH");
         let ids: Vec<_> = r.providers().map(|p| p.record.id.clone()).collect();

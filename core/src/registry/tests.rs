@@ -14,11 +14,7 @@ fn keeps_publication_order_and_refuses_duplicates() {
     }
     assert_eq!(r.names(), ["zeta", "alpha", "mid"]);
     let err = r
-        .insert(
-            &spec("alpha"),
-            Owner::Extension("x".into()),
-            Binding::Dormant,
-        )
+        .insert(&spec("alpha"), Owner::extension("x"), Binding::Dormant)
         .unwrap_err();
     assert_eq!(err.code(), "TOOL_DUPLICATE");
     assert_eq!(r.len(), 3);
@@ -88,7 +84,7 @@ fn a_clone_is_a_detached_snapshot() {
 
 #[test]
 fn replace_is_remove_then_insert_keeping_the_api_name() {
-    let ext = Owner::Extension("x".into());
+    let ext = Owner::extension("x");
     let live = |n| Binding::Live(crate::ids::ToolRef(n));
     let mut r = ToolRegistry::new();
     // `a.b` takes `a_b`, so `a_b` gets `a_b_2`: replacing either must keep
@@ -117,7 +113,7 @@ fn replace_is_remove_then_insert_keeping_the_api_name() {
 
 #[test]
 fn replace_changes_nothing_unless_the_owner_holds_the_name_so_bound() {
-    let ext = Owner::Extension("x".into());
+    let ext = Owner::extension("x");
     let live = |n| Binding::Live(crate::ids::ToolRef(n));
     let mut r = ToolRegistry::new();
     r.insert(&spec("t"), ext.clone(), live(1)).unwrap();

@@ -38,7 +38,7 @@ impl HostModel {
         let mut seen: Vec<&str> = Vec::new();
         for e in s.core.registry().iter() {
             if let (Owner::Extension(id), Binding::Live(_)) = (&e.owner, e.binding)
-                && !seen.contains(&id.as_str())
+                && !seen.contains(&&**id)
             {
                 seen.push(id);
                 out.push(Action::CallStart {

@@ -337,7 +337,7 @@ impl HostModel {
                 }
                 let id = ext.map(|e| self.ext_id(e).to_owned());
                 let owner_ok = match &id {
-                    Some(id) => admitted.owner == Owner::Extension(id.clone()),
+                    Some(id) => admitted.owner == Owner::extension(id),
                     None => admitted.owner == Owner::Base,
                 };
                 if !owner_ok {

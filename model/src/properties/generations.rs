@@ -24,7 +24,7 @@ pub fn inv11a(_: &Scenario, s: &State) -> Result<(), String> {
         return Ok(());
     }
     for a in &env.active {
-        let owner = Owner::Extension(a.ext.clone());
+        let owner = Owner::extension(&a.ext);
         let live: BTreeSet<ToolRef> = s
             .core
             .registry()

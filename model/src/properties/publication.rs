@@ -132,7 +132,7 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
                         } else {
                             e.name == name
                         };
-                        name_ok && matches!(&e.owner, Owner::Extension(id) if *id == a.ext)
+                        name_ok && e.owner.extension_id() == Some(a.ext.as_str())
                     }
                 };
                 if !runtime_ok || e.binding != binding {
@@ -155,17 +155,15 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     let mut dormant = 0;
     for e in registry.iter().filter(|e| e.binding == Binding::Dormant) {
         dormant += 1;
-        let Owner::Extension(id) = &e.owner else {
+        let Some(id) = e.owner.extension_id() else {
             return Err(dormant_mismatch(sc, s));
         };
-        let expected = env.discovered.contains(id)
-            && !active.contains(id.as_str())
+        let expected = env.discovered.iter().any(|d| d == id)
+            && !active.contains(id)
             && sc.meta(id).is_some_and(|meta| {
                 meta.namespaced
                     && meta.declared_tools.iter().flatten().any(|d| {
-                        e.name
-                            .strip_prefix(id.as_str())
-                            .and_then(|r| r.strip_prefix(':'))
+                        e.name.strip_prefix(id).and_then(|r| r.strip_prefix(':'))
                             == Some(d.name.as_str())
                             && e.description == d.description
                             && e.schema_digest == d.schema_digest
@@ -184,9 +182,7 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
         .providers()
         .map(|p| (p.record.id.as_str(), &p.owner))
         .collect();
-    let owners: Vec<Owner> = published(env)
-        .map(|a| Owner::Extension(a.ext.clone()))
-        .collect();
+    let owners: Vec<Owner> = published(env).map(|a| Owner::extension(&a.ext)).collect();
     let expected: Vec<(&str, &Owner)> = published(env)
         .zip(&owners)
         .flat_map(|(a, owner)| a.providers.iter().map(move |p| (p.as_str(), owner)))
@@ -232,7 +228,7 @@ fn live_mismatch(sc: &Scenario, s: &State) -> String {
             for (tool, name) in &a.tools {
                 expected.push((
                     meta.runtime_tool_name(name),
-                    Owner::Extension(a.ext.clone()),
+                    Owner::extension(&a.ext),
                     Binding::Live(*tool),
                 ));
             }
