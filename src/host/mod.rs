@@ -769,9 +769,15 @@ impl ExtensionHost {
     /// A dormant descriptor is not called: this caller may not start
     /// extensions, so the result is `TOOL_ACTIVATION_DENIED` and nothing
     /// starts (M-4); see [`ExtensionHost::call_tool_activating`].
-    pub async fn call_tool(&self, name: &str, input: Value) -> Result<Value, HostError> {
+    ///
+    /// Not an `async fn`: it returns [`ExtensionHost::call_tool_with`]'s
+    /// future itself, with no state machine of its own around it.
+    pub fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        input: Value,
+    ) -> impl Future<Output = Result<Value, HostError>> + Send + 'a {
         self.call_tool_with(name, input, CallOptions::default())
-            .await
     }
 
     /// The public call that causes what follows, for a recording host's
