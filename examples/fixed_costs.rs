@@ -14,9 +14,11 @@
 //! Run without valgrind it prints the mean wall time of one operation.
 //!
 //! Usage: `fixed_costs WHAT [N] [mt]`, where WHAT is one of `call`,
-//! `direct-call`, `emit`, `emit-no-deadline`, `direct-loop`, `activate`,
-//! `activate-no-deadline`, and `mt` picks the multi-thread runtime (two
-//! workers) instead of the current-thread one.
+//! `call-deadline` (a 30 s call deadline), `direct-call`, `spawn-call`
+//! (the closure in a task of its own, awaited), `emit`,
+//! `emit-no-deadline`, `direct-loop`, `activate`, `activate-no-deadline`,
+//! and `mt` picks the multi-thread runtime (two workers) instead of the
+//! current-thread one.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -85,6 +87,16 @@ fn measure_direct_call(rt: &Runtime, tool: &ToolFn, n: usize, input: &Value) {
     }
 }
 
+/// The same closure in a task of its own, awaited: the floor of a call
+/// under a deadline.
+#[inline(never)]
+fn measure_spawn_call(rt: &Runtime, tool: &ToolFn, n: usize, input: &Value) {
+    for _ in 0..n {
+        let call = tool(input.clone());
+        black_box(rt.block_on(async { tokio::spawn(call).await.unwrap().unwrap() }));
+    }
+}
+
 #[inline(never)]
 fn measure_emit(rt: &Runtime, host: &ExtensionHost, n: usize) {
     for _ in 0..n {
@@ -136,8 +148,15 @@ fn main() {
     let start = Instant::now();
     let mut timed = Duration::ZERO;
     match what.as_str() {
-        "call" => {
-            let host = host(dir.path(), |o| o);
+        "call" | "call-deadline" => {
+            let deadline = what == "call-deadline";
+            let host = host(dir.path(), |o| {
+                if deadline {
+                    o.with_call_deadline(Duration::from_secs(30))
+                } else {
+                    o
+                }
+            });
             host.discover([ExtensionDefinition::new("echo", || Ok(Echo))])
                 .unwrap();
             rt.block_on(host.activate("echo")).unwrap();
@@ -149,6 +168,10 @@ fn main() {
         "direct-call" => {
             let tool: ToolFn = Arc::new(|input: Value| Box::pin(async move { Ok(input) }));
             measure_direct_call(&rt, &tool, n, &input);
+        }
+        "spawn-call" => {
+            let tool: ToolFn = Arc::new(|input: Value| Box::pin(async move { Ok(input) }));
+            measure_spawn_call(&rt, &tool, n, &input);
         }
         "emit" | "emit-no-deadline" => {
             let no_deadline = what == "emit-no-deadline";

@@ -213,13 +213,15 @@ async fn call_in_task(
     let caller_cancel = scope.caller.clone();
     let signals = scope.signals.clone();
     let started = Instant::now();
-    let (sender, mut receiver) = tokio::sync::oneshot::channel();
     let task_inner = inner.clone();
-    let task = tokio::spawn(CALL.scope(scope, async move {
+    // The task's own output is the report: it ends right after the core
+    // answered, with no await in between, so an abort that comes later
+    // finds the report already there.
+    let mut task = tokio::spawn(CALL.scope(scope, async move {
         let result = contain(move || tool.call(input)).await;
         let late = deadline.is_some_and(|d| started.elapsed() >= d);
         let verdict = finish(&task_inner, call, late);
-        let _ = sender.send((result, verdict));
+        (result, verdict)
     }));
     let abort = task.abort_handle();
     {
@@ -237,7 +239,13 @@ async fn call_in_task(
     };
     let sleep = async {
         match deadline {
-            Some(d) => tokio::time::sleep_until(started + d).await,
+            Some(d) => {
+                // The call's task gets a turn before the timer is set: a
+                // call that ends in it never registers one. The deadline
+                // is the same instant either way.
+                tokio::task::yield_now().await;
+                tokio::time::sleep_until(started + d).await
+            }
             None => std::future::pending().await,
         }
     };
@@ -249,7 +257,7 @@ async fn call_in_task(
     };
     let outcome = tokio::select! {
         biased;
-        reported = &mut receiver => reported.ok(),
+        reported = &mut task => reported.ok(),
         _ = std::future::poll_fn(|cx| signals.poll_abandoned(cx)) => None,
         _ = caller_cancelled => {
             // The tool hears it; the call stays tracked until it returns,
@@ -272,7 +280,7 @@ async fn call_in_task(
                 // the core answered it without waiting), or its cleanup
                 // abandoned it (its task is gone): whatever the core
                 // answered then is the caller's.
-                CallVerdict::Discarded => (&mut receiver).await.ok(),
+                CallVerdict::Discarded => (&mut task).await.ok(),
             }
         }
     };
