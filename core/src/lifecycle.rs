@@ -118,7 +118,18 @@ impl DefinitionMeta {
     pub fn runtime_spec(&self, spec: &ToolSpec) -> ToolSpec {
         ToolSpec {
             name: self.runtime_tool_name(&spec.name),
-            ..spec.clone()
+            description: spec.description.clone(),
+            schema_digest: spec.schema_digest.clone(),
+        }
+    }
+
+    /// `spec` under its runtime name, borrowed when that is its own name
+    /// (a plain extension's): staging a tool copies nothing it need not.
+    pub fn runtime_spec_cow<'a>(&self, spec: &'a ToolSpec) -> std::borrow::Cow<'a, ToolSpec> {
+        if self.namespaced {
+            std::borrow::Cow::Owned(self.runtime_spec(spec))
+        } else {
+            std::borrow::Cow::Borrowed(spec)
         }
     }
 }

@@ -20,7 +20,6 @@
 //!   old generation's cleanup steps and their end are `state.rs`'s, shared
 //!   with `dispose.rs`.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rpds::VectorSync;
@@ -144,11 +143,7 @@ impl HostCore {
         }
         without_dormant_descriptors(meta, &mut candidate);
         for (held, (tool, spec)) in replaced.into_iter().zip(&staged.tools) {
-            let runtime = if meta.namespaced {
-                Cow::Owned(meta.runtime_spec(spec))
-            } else {
-                Cow::Borrowed(spec)
-            };
+            let runtime = meta.runtime_spec_cow(spec);
             let done =
                 candidate.replace(&runtime, &owner, Binding::Live(held), Binding::Live(*tool));
             if done != Ok(true) {
