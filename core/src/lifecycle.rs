@@ -107,10 +107,17 @@ impl DefinitionMeta {
     /// The runtime name of a tool this extension registers as `tool`:
     /// `<extension>:<tool>` for a manifest extension (M-4), else `tool`.
     pub fn runtime_tool_name(&self, tool: &str) -> String {
+        self.runtime_tool_name_cow(tool).into_owned()
+    }
+
+    /// [`DefinitionMeta::runtime_tool_name`], borrowed when that is the
+    /// tool's own name (a plain extension's): looking a name up costs no
+    /// copy.
+    pub fn runtime_tool_name_cow<'a>(&self, tool: &'a str) -> std::borrow::Cow<'a, str> {
         if self.namespaced {
-            namespaced_tool_name(&self.id, tool)
+            std::borrow::Cow::Owned(namespaced_tool_name(&self.id, tool))
         } else {
-            tool.to_owned()
+            std::borrow::Cow::Borrowed(tool)
         }
     }
 

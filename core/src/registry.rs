@@ -54,9 +54,9 @@ impl ToolSpec {
 
 /// Who contributed a registry entry.
 ///
-/// An extension's id is shared, not copied: every entry of an extension
-/// and every call in flight of its tools holds the same `Arc<str>`, so
-/// admitting a call clones a pointer, not the id's text.
+/// An extension's id is held as a shared `Arc<str>`: the entries one
+/// activation commits share one, and admitting a call clones a pointer,
+/// not the id's text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Owner {
     /// A base tool given to the host at construction.

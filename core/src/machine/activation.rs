@@ -275,17 +275,11 @@ impl HostCore {
         // The API names the staged tools keep are reserved until each is
         // inserted: a new tool staged before one of them never takes its
         // name (INV-10, M-6).
-        // (None to reserve when no API name is kept, as in a first
-        // activation.)
-        let mut reserved: std::collections::BTreeSet<String> = if kept.is_empty() {
-            std::collections::BTreeSet::new()
-        } else {
-            staged
-                .tools
-                .iter()
-                .filter_map(|(_, spec)| kept.get(&meta.runtime_tool_name(&spec.name)).cloned())
-                .collect()
-        };
+        let mut reserved: std::collections::BTreeSet<String> = staged
+            .tools
+            .iter()
+            .filter_map(|(_, spec)| kept.get(&*meta.runtime_tool_name_cow(&spec.name)).cloned())
+            .collect();
         for (tool, spec) in &staged.tools {
             let runtime = meta.runtime_spec_cow(spec);
             let keep = kept.remove(&runtime.name);
