@@ -403,6 +403,101 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
     );
 }
 
+/// `HooksFinished` carries only the failures and a count; it must still be
+/// exactly one `HookFinished` per result (the shell's batch path).
+#[test]
+fn hooks_finished_in_one_input_is_one_hook_finished_per_result() {
+    let results = || {
+        [true, false, true, false, true].map(|ok| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Failure::error("bad"))
+            }
+        })
+    };
+    let emit = || {
+        let mut core = core_with(&["a", "b"]);
+        activate_with(&mut core, "a", &[Registration::Hook, Registration::Hook]);
+        activate_with(
+            &mut core,
+            "b",
+            &[Registration::Hook, Registration::Hook, Registration::Hook],
+        );
+        let op = request(&mut core, OpKind::Emit);
+        let effects = core.step(Input::Begin(op));
+        assert!(matches!(
+            effects.as_slice(),
+            [Said::Do(Effect::RunHook { next: 0, .. })]
+        ));
+        (core, op)
+    };
+    let (mut one_by_one, op) = emit();
+    let mut last = Vec::new();
+    for result in results() {
+        last = one_by_one.step(Input::HookFinished { op, result });
+    }
+    let (mut batched, op2) = emit();
+    assert_eq!(op, op2);
+    // The wrong number of results is refused and changes nothing.
+    let before = batched.clone();
+    let short: HookResults = results().into_iter().take(4).collect();
+    assert!(
+        batched
+            .apply(Input::HooksFinished { op, results: short })
+            .is_err()
+    );
+    assert_eq!(batched, before);
+    let all: HookResults = results().into_iter().collect();
+    assert_eq!(all.len(), 5);
+    assert_eq!(
+        all.failures().iter().map(|(at, _)| *at).collect::<Vec<_>>(),
+        [1, 3]
+    );
+    let batch = batched.step(Input::HooksFinished { op, results: all });
+    assert_eq!(batch, last);
+    assert_eq!(batched, one_by_one);
+    let Some(Said::Settle {
+        outcome: OpOutcome::Emitted { diagnostics },
+        ..
+    }) = batch.first()
+    else {
+        panic!("{batch:?}")
+    };
+    assert_eq!(
+        diagnostics
+            .iter()
+            .map(|d| (d.extension_id.as_str(), d.hook_index))
+            .collect::<Vec<_>>(),
+        [("a", 1), ("b", 1)]
+    );
+}
+
+#[test]
+fn hook_results_keep_their_order_and_refuse_a_bad_shape() {
+    let failure = |m: &str| Failure::error(m);
+    let mut first: HookResults = [Ok(()), Err(failure("x"))].into_iter().collect();
+    let second: HookResults = [Err(failure("y")), Ok(())].into_iter().collect();
+    first.append(second);
+    let flat: Vec<_> = first.clone().into_results().collect();
+    assert_eq!(flat, [Ok(()), Err(failure("x")), Err(failure("y")), Ok(())]);
+    assert_eq!(
+        HookResults::from_parts(4, vec![(1, failure("x")), (2, failure("y"))]),
+        Some(first)
+    );
+    // Places must rise strictly and stay below the count.
+    assert_eq!(HookResults::from_parts(2, vec![(2, failure("x"))]), None);
+    assert_eq!(
+        HookResults::from_parts(3, vec![(1, failure("x")), (1, failure("y"))]),
+        None
+    );
+    assert_eq!(
+        HookResults::from_parts(3, vec![(2, failure("x")), (0, failure("y"))]),
+        None
+    );
+    assert!(HookResults::new().is_empty());
+}
+
 #[test]
 fn dispose_cancels_the_pending_activation_and_refuses_later_requests() {
     let mut core = core_with(&["a", "b"]);

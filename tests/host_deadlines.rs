@@ -1,6 +1,7 @@
 //! Each extension's own deadlines (H-12): a definition or its manifest sets
 //! or turns off its activation and cleanup deadlines, and only its own code
-//! is held to them. Each test bounds itself well below the host's default
+//! is held to them. The host's hook deadline holds against hooks that block
+//! their thread or never return, on either runtime flavour. Each test bounds itself well below the host's default
 //! deadlines, so an override that is ignored fails instead of passing late.
 
 mod support;
@@ -264,4 +265,61 @@ impl Extension for Pending {
     fn activate(&self, _cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
         Box::pin(std::future::pending())
     }
+}
+
+/// Hooks under the host's hook deadline (H-12), on both runtime flavours: a
+/// hook that blocks its thread past the deadline and then returns `Ok`
+/// times out (its completion belongs to the deadline, even on one thread
+/// where the watchdog cannot run while it blocks), one that never returns
+/// times out, and the hooks after them run once each, with the same event.
+async fn hooks_past_the_deadline_time_out_and_the_rest_run() {
+    let deadline = Duration::from_millis(250);
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_hook_deadline(deadline));
+    let hook_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("hooks", move |cx| {
+        let log = hook_log.clone();
+        async move {
+            cx.on_event(|_event| async {
+                std::thread::sleep(Duration::from_millis(500));
+                Ok(())
+            })?;
+            cx.on_event(|_event| std::future::pending())?;
+            for i in 0..3 {
+                let log = log.clone();
+                cx.on_event(move |event| {
+                    log.push(format!("after:{i}:{}", event.payload["n"]));
+                    async { Ok(()) }
+                })?;
+            }
+            Ok(())
+        }
+    })])
+    .unwrap();
+    soon(host.activate("hooks")).await.unwrap();
+    let report = soon(host.emit(Event::new("tick", json!({"n": 7}))))
+        .await
+        .unwrap();
+    let timed_out: Vec<_> = report
+        .diagnostics
+        .iter()
+        .map(|d| (d.hook_index, d.message.contains("did not settle within")))
+        .collect();
+    assert_eq!(
+        timed_out,
+        [(0, true), (1, true)],
+        "{:?}",
+        report.diagnostics
+    );
+    assert_eq!(log.take(), ["after:0:7", "after:1:7", "after:2:7"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hooks_past_the_deadline_time_out_on_one_thread() {
+    hooks_past_the_deadline_time_out_and_the_rest_run().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_past_the_deadline_time_out_on_many_threads() {
+    hooks_past_the_deadline_time_out_and_the_rest_run().await;
 }

@@ -50,6 +50,89 @@ pub enum Requested {
     Rejected(Rejection),
 }
 
+/// The results of hooks run one after another, from a first one on, in
+/// the form that costs nothing per hook that succeeded: how many finished,
+/// and the failures among them by their place from the first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct HookResults {
+    finished: usize,
+    failures: Vec<(usize, Failure)>,
+}
+
+impl HookResults {
+    /// No hook finished yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The next hook finished with `result`.
+    #[inline]
+    pub fn push(&mut self, result: Result<(), Failure>) {
+        if let Err(failure) = result {
+            self.failures.push((self.finished, failure));
+        }
+        self.finished += 1;
+    }
+
+    /// `count` hooks finished, and these failed among them, by their place
+    /// from the first; `None` unless the places rise strictly and are each
+    /// below `count`.
+    pub fn from_parts(count: usize, failures: Vec<(usize, Failure)>) -> Option<Self> {
+        let rising = failures.windows(2).all(|w| w[0].0 < w[1].0);
+        let within = failures.last().is_none_or(|(at, _)| *at < count);
+        (rising && within).then_some(Self {
+            finished: count,
+            failures,
+        })
+    }
+
+    /// How many hooks finished.
+    pub fn len(&self) -> usize {
+        self.finished
+    }
+
+    /// True when no hook finished.
+    pub fn is_empty(&self) -> bool {
+        self.finished == 0
+    }
+
+    /// The failures, by their place from the first hook, rising.
+    pub fn failures(&self) -> &[(usize, Failure)] {
+        &self.failures
+    }
+
+    /// Appends the results of the hooks that ran after these.
+    pub fn append(&mut self, later: HookResults) {
+        let offset = self.finished;
+        self.failures.extend(
+            later
+                .failures
+                .into_iter()
+                .map(|(at, failure)| (at + offset, failure)),
+        );
+        self.finished += later.finished;
+    }
+
+    /// One result per hook, in order.
+    pub fn into_results(self) -> impl Iterator<Item = Result<(), Failure>> {
+        let mut failures = self.failures.into_iter().peekable();
+        (0..self.finished).map(move |i| match failures.next_if(|(at, _)| *at == i) {
+            Some((_, failure)) => Err(failure),
+            None => Ok(()),
+        })
+    }
+}
+
+impl FromIterator<Result<(), Failure>> for HookResults {
+    fn from_iter<I: IntoIterator<Item = Result<(), Failure>>>(results: I) -> Self {
+        let mut all = Self::new();
+        for result in results {
+            all.push(result);
+        }
+        all
+    }
+}
+
 /// One step of the operation that runs (or begins): the inputs of
 /// [`HostCore::apply`](super::HostCore::apply). Each leaves the commands
 /// the driver performs next in the core's outbox
@@ -87,7 +170,7 @@ pub enum Input {
         /// The emit operation.
         op: OpId,
         /// One result per remaining hook.
-        results: Vec<Result<(), Failure>>,
+        results: HookResults,
     },
     /// The cleanup step the core asked for finished.
     CleanupFinished {

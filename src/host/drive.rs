@@ -25,7 +25,7 @@
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -37,11 +37,12 @@ use tokio_util::sync::CancellationToken;
 use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
+use super::hook_watch::{BatchProgress, BatchReporter, MAX_BATCH};
 use super::shell::Inner;
 use super::trace::uncaused;
 use crate::core::{
-    Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure, Input,
-    LiveHook, OpId, Placement,
+    Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure,
+    HookResults, Input, LiveHook, OpId, Placement,
 };
 use crate::error::codes;
 use crate::queue::{Ticket, Turn};
@@ -95,12 +96,11 @@ pub(crate) struct Driver {
     /// The running activation's factory and `activate` run in this task
     /// (the core's placement: no activation deadline).
     activation_inline: bool,
-    /// Results of the running emit's hooks not yet fed to the core, when
-    /// they run in tasks of their own.
-    hook_results: Arc<Mutex<HookProgress>>,
-    /// Results of the running emit's hooks not yet fed to the core, when
-    /// they run in this task.
-    hooks_done: Vec<Result<(), Failure>>,
+    /// The progress of the batch of hooks running in a task of its own,
+    /// whose results are not yet in `hooks_done`.
+    watched: Option<Arc<BatchProgress>>,
+    /// Results of the running emit's hooks not yet fed to the core.
+    hooks_done: HookResults,
 }
 
 impl Driver {
@@ -115,8 +115,8 @@ impl Driver {
             activation_deadline: None,
             activation_budget: None,
             activation_inline: false,
-            hook_results: Arc::default(),
-            hooks_done: Vec::new(),
+            watched: None,
+            hooks_done: HookResults::new(),
         }
     }
 
@@ -463,10 +463,9 @@ impl Driver {
         handlers: &[Option<HookFn>],
         start: usize,
         event: &Arc<Event>,
-    ) -> Vec<Result<(), Failure>> {
-        let remaining = hooks.len().saturating_sub(start);
-        self.hooks_done = Vec::with_capacity(remaining);
-        for i in start..start + remaining {
+    ) -> HookResults {
+        self.hooks_done = HookResults::new();
+        for i in start..hooks.len() {
             record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
             let result = run_hook(handlers.get(i), event).await;
             self.hooks_done.push(result);
@@ -475,9 +474,11 @@ impl Driver {
     }
 
     /// The hooks from `start` on, in tasks of their own, each bounded by
-    /// `deadline` from the moment it starts: the batch marks each start,
-    /// and the watchdog here wakes once per deadline after the running
-    /// hook's start (no timer per hook).
+    /// `deadline` from the moment it starts: each batch reports its
+    /// progress in one atomic word ([`BatchProgress`]), and the watchdog
+    /// here wakes once per deadline after the running hook's start (no
+    /// timer per hook). A result is kept as soon as its batch ends, so a
+    /// driver dropped midway feeds what finished.
     async fn run_hooks_watched(
         &mut self,
         hooks: VectorSync<LiveHook>,
@@ -485,64 +486,52 @@ impl Driver {
         start: usize,
         event: Arc<Event>,
         deadline: Duration,
-    ) -> Vec<Result<(), Failure>> {
-        *self.progress() = HookProgress {
-            hook_started: Instant::now(),
-            ..HookProgress::default()
-        };
+    ) -> HookResults {
         let mut next = start;
         while next < hooks.len() {
-            let epoch = self.progress().epoch;
+            let end = hooks.len().min(next.saturating_add(MAX_BATCH));
+            let progress = Arc::new(BatchProgress::new());
             let batch = HookBatch {
                 handlers: handlers.clone(),
                 hooks: hooks.clone(),
                 start: next,
+                end,
                 event: event.clone(),
                 deadline,
-                progress: self.hook_results.clone(),
-                epoch,
+                progress: progress.clone(),
                 recorder: self.inner.recorder.clone(),
                 op: self.op,
             };
+            self.watched = Some(progress.clone());
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
-            loop {
-                let (done_before, since) = {
-                    let progress = self.progress();
-                    (progress.results.len(), progress.hook_started)
-                };
+            let timed_out_on = loop {
+                let watch = progress.watch(deadline);
                 tokio::select! {
-                    _ = &mut task.0 => break,
-                    _ = tokio::time::sleep_until(since + deadline) => {
-                        let mut progress = self.progress();
-                        if progress.results.len() == done_before {
-                            // The running hook outlived its deadline (it
-                            // may block its thread): it times out, its
-                            // batch can report nothing more, and the rest
-                            // run in a fresh task.
-                            progress.epoch += 1;
-                            progress.results.push(Err(timed_out("the hook", deadline)));
-                            progress.hook_started = Instant::now();
-                            drop(progress);
+                    _ = &mut task.0 => break None,
+                    _ = tokio::time::sleep(watch.wait) => {
+                        // The running hook outlived its deadline (it may
+                        // block its thread): it times out, its batch can
+                        // report nothing more, and the rest run in a fresh
+                        // task.
+                        if progress.abandon(watch.done) {
                             task.0.abort();
-                            break;
+                            break Some(watch.done);
                         }
                     }
                 }
-            }
-            let mut progress = self.progress();
-            if start + progress.results.len() == next {
+            };
+            self.watched = None;
+            self.hooks_done.append(progress.take_results());
+            let at = start + self.hooks_done.len();
+            if timed_out_on.is_some() {
+                self.hooks_done.push(Err(timed_out("the hook", deadline)));
+            } else if at < end {
                 // The batch ended without a word on the hook it was on.
-                progress.epoch += 1;
-                progress.results.push(Err(lost()));
-                progress.hook_started = Instant::now();
+                self.hooks_done.push(Err(lost()));
             }
-            next = start + progress.results.len();
+            next = start + self.hooks_done.len();
         }
-        std::mem::take(&mut self.progress().results)
-    }
-
-    fn progress(&self) -> std::sync::MutexGuard<'_, HookProgress> {
-        self.hook_results.lock().unwrap_or_else(|p| p.into_inner())
+        std::mem::take(&mut self.hooks_done)
     }
 
     async fn run_cleanup(&mut self, step: CleanupStep) {
@@ -657,13 +646,11 @@ impl Drop for Driver {
         // the command of the step it awaits, which never started: that
         // step is the one lost (the command is dropped with it).
         shell.driver.clear();
-        let mut collected = {
-            let mut progress = self.progress();
-            progress.epoch += 1;
-            std::mem::take(&mut progress.results)
-        };
-        collected.append(&mut self.hooks_done);
-        for result in collected {
+        if let Some(progress) = self.watched.take() {
+            progress.abandon_now();
+            self.hooks_done.append(progress.take_results());
+        }
+        for result in std::mem::take(&mut self.hooks_done).into_results() {
             // Each result ends the hook its `RunHook` asked for; the next
             // one's command is the one the following result ends.
             let _ = shell.apply(Input::HookFinished { op, result });
@@ -720,26 +707,6 @@ where
     tokio::spawn(under_queue(host, future))
 }
 
-/// What the hooks of the running emit reported so far, and when the
-/// running one started. A batch reports only while the epoch is the one it
-/// started with: once the watchdog gave up on it, a late word from it is
-/// ignored.
-struct HookProgress {
-    results: Vec<Result<(), Failure>>,
-    epoch: u64,
-    hook_started: Instant,
-}
-
-impl Default for HookProgress {
-    fn default() -> Self {
-        Self {
-            results: Vec::new(),
-            epoch: 0,
-            hook_started: Instant::now(),
-        }
-    }
-}
-
 /// Runs one hook with the emit's event, containing a panic (one flat
 /// future: no state machine of its own around the hook's).
 fn run_hook<'a>(
@@ -755,6 +722,7 @@ fn run_hook<'a>(
 /// Records, for a recording host's trace, that the emit's hook `i` runs.
 /// The persistent list is read only then: the hook loops themselves go by
 /// index.
+#[inline]
 fn record_hook(
     recorder: Option<&super::trace::Recorder>,
     op: OpId,
@@ -768,52 +736,33 @@ fn record_hook(
     }
 }
 
-/// The hooks of one emit from `start` on, run one after another.
+/// The hooks of one emit from `start` to `end`, run one after another in a
+/// task of their own, under a watchdog.
 struct HookBatch {
     handlers: Arc<[Option<HookFn>]>,
     hooks: VectorSync<LiveHook>,
     start: usize,
+    end: usize,
     event: Arc<Event>,
     deadline: Duration,
-    progress: Arc<Mutex<HookProgress>>,
-    epoch: u64,
+    progress: Arc<BatchProgress>,
     recorder: Option<Arc<super::trace::Recorder>>,
     op: OpId,
 }
 
 impl HookBatch {
     async fn run(self) {
-        let mut started = Instant::now();
-        self.mark(|progress| progress.hook_started = started);
-        for i in self.start..self.hooks.len() {
+        let Some(mut reporter) = BatchReporter::begin(self.progress.clone(), self.deadline) else {
+            return;
+        };
+        for i in self.start..self.end {
             record_hook(self.recorder.as_deref(), self.op, &self.hooks, i);
             let result = run_hook(self.handlers.get(i), &self.event).await;
-            // One clock reading per hook: its end is the next one's start.
-            // A completion after the deadline belongs to the deadline.
-            let now = Instant::now();
-            let result = if now.duration_since(started) >= self.deadline {
-                Err(timed_out("the hook", self.deadline))
-            } else {
-                result
-            };
-            started = now;
-            if !self.mark(|progress| {
-                progress.results.push(result);
-                progress.hook_started = now;
-            }) {
+            // One coarse clock reading per hook: its end is the next one's
+            // start.
+            if !reporter.finish(result, |d| timed_out("the hook", d)) {
                 return;
             }
         }
-    }
-
-    /// Updates the progress while this batch's epoch holds; false once the
-    /// watchdog gave up on it.
-    fn mark(&self, update: impl FnOnce(&mut HookProgress)) -> bool {
-        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        if progress.epoch != self.epoch {
-            return false;
-        }
-        update(&mut progress);
-        true
     }
 }

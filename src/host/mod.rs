@@ -34,6 +34,7 @@ mod deadlines;
 mod drive;
 mod error;
 mod extension;
+mod hook_watch;
 mod manifests;
 mod provider;
 mod shell;

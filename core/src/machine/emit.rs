@@ -8,7 +8,7 @@
 use crate::ids::OpId;
 use crate::mutant::Mutant;
 use crate::outcome::{Failure, HookDiagnostic, OpOutcome};
-use crate::protocol::{Effect, ProtocolError};
+use crate::protocol::{Effect, HookResults, ProtocolError};
 
 use super::state::{Emit, HostCore, Running};
 
@@ -48,7 +48,7 @@ impl HostCore {
     ) -> Result<(), ProtocolError> {
         let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let emit = self.running_emit(op)?;
-        match hook_step(emit, result, stop_on_failure).then(|| run_hook(emit)) {
+        match hook_step(emit, result.as_ref().err(), stop_on_failure).then(|| run_hook(emit)) {
             Some(next) => self.command(next),
             None => self.finish_emit(op),
         }
@@ -56,11 +56,13 @@ impl HostCore {
     }
 
     /// `HooksFinished`: the results of every remaining hook of the running
-    /// emit, in order: exactly `HookFinished` applied once per result.
+    /// emit, in order: exactly `HookFinished` applied once per result. Only
+    /// the failures take a step each; the hooks that succeeded between them
+    /// move the emit on together.
     pub(super) fn hooks_finished(
         &mut self,
         op: OpId,
-        results: Vec<Result<(), Failure>>,
+        results: HookResults,
     ) -> Result<(), ProtocolError> {
         let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let count = results.len();
@@ -73,10 +75,17 @@ impl HostCore {
                     "{op} is not an emit waiting for {count} hook results"
                 ))
             })?;
-        for result in results {
-            if !hook_step(emit, result, stop_on_failure) {
+        let first = emit.next;
+        let mut stopped = false;
+        for (at, failure) in results.failures() {
+            emit.next = first + at;
+            if !hook_step(emit, Some(failure), stop_on_failure) {
+                stopped = true;
                 break;
             }
+        }
+        if !stopped {
+            emit.next = first + count;
         }
         self.finish_emit(op);
         Ok(())
@@ -103,9 +112,10 @@ fn run_hook(emit: &Emit) -> Effect {
 /// One hook finished: record a failure as a diagnostic and say whether
 /// another hook follows. This is the only place the emit protocol advances;
 /// `HookFinished` and `HooksFinished` both go through it.
-fn hook_step(emit: &mut Emit, result: Result<(), Failure>, stop_on_failure: bool) -> bool {
-    let failed = result.is_err();
-    if let Err(failure) = result {
+#[inline]
+fn hook_step(emit: &mut Emit, failure: Option<&Failure>, stop_on_failure: bool) -> bool {
+    let failed = failure.is_some();
+    if let Some(failure) = failure {
         let hook = &emit.hooks[emit.next];
         emit.diagnostics.push(HookDiagnostic {
             extension_id: hook.extension.clone(),

@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::lifecycle::Status;
 use crate::mutant::Mutant;
 use crate::outcome::FailureCause;
-use crate::policy::{DeadlineStep, Deadlines, Placement};
+use crate::policy::{DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, Placement};
 use crate::registry::{Binding, Owner};
 
 use super::state::{HostCore, Phase};
@@ -139,18 +139,20 @@ impl HostCore {
     /// duration of its own, or none). The hooks of an emit always have the
     /// host's (one watchdog for every extension's hooks). Changes nothing.
     pub fn deadline_for(&self, host: &Deadlines, step: DeadlineStep<'_>) -> Option<Duration> {
-        let of = |id: Option<&str>| {
-            let overrides = id
-                .and_then(|id| self.extension(id))
-                .map(|slot| &slot.meta().policy.deadlines);
-            host.with_overrides(overrides)
+        // Only the one deadline asked for is looked up (a call asks on
+        // every call).
+        let of = |id: Option<&str>, pick: fn(&DeadlineOverrides) -> DeadlineOverride, host| match id
+            .and_then(|id| self.extension(id))
+        {
+            Some(slot) => pick(&slot.meta().policy.deadlines).or(host),
+            None => host,
         };
         match step {
-            DeadlineStep::Activation(id) => of(Some(id)).activation,
-            DeadlineStep::Cleanup(id) => of(Some(id)).cleanup,
-            DeadlineStep::CallsWait(id) => of(id).cleanup,
+            DeadlineStep::Activation(id) => of(Some(id), |o| o.activation, host.activation),
+            DeadlineStep::Cleanup(id) => of(Some(id), |o| o.cleanup, host.cleanup),
+            DeadlineStep::CallsWait(id) => of(id, |o| o.cleanup, host.cleanup),
             DeadlineStep::Hooks => host.hook,
-            DeadlineStep::Call(id) => of(id).call,
+            DeadlineStep::Call(id) => of(id, |o| o.call, host.call),
         }
     }
 

@@ -1,0 +1,377 @@
+//! H-12 for hooks under a deadline: what one batch of hooks, running in a
+//! task of its own, tells the watchdog in the emit's driver, at the cost of
+//! one coarse clock reading and one atomic update per hook.
+//!
+//! Architecture invariants:
+//! - Depends on nothing in `host/`, only on the core's `Failure`; only
+//!   the driver uses it.
+//! - A batch's progress is one atomic word: when its running hook started,
+//!   whether the watchdog gave up on it, and how many hooks it finished.
+//!   The batch moves the word on only while the watchdog has not given up,
+//!   and the watchdog gives up only while the word still names the hook it
+//!   timed, so exactly one of them has the last word on each hook.
+//! - Times are read from the system's coarse monotonic clock, which costs
+//!   a few nanoseconds where a precise reading costs tens (a hook that
+//!   returns at once costs about 20 ns). Its readings lag the true time by
+//!   up to its resolution, so every judgement leans toward the deadline:
+//!   a completion counts as on time only if it is on time for every true
+//!   time the readings allow, and the watchdog never fires before a hook's
+//!   true start plus the deadline.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::core::{Failure, HookResults};
+
+/// The system's coarse monotonic clock, in nanoseconds, where it has one;
+/// elsewhere the precise one.
+pub(crate) mod coarse_clock {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    use nix::time::{ClockId, clock_getres, clock_gettime};
+    use std::sync::OnceLock;
+
+    /// The clock's reading now: never ahead of the true time, and behind it
+    /// by less than [`resolution`].
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) fn now() -> u64 {
+        // The call cannot fail for a clock the system has; should it, the
+        // precise clock stands in (readings only ever lean later).
+        match clock_gettime(ClockId::CLOCK_MONOTONIC_COARSE) {
+            Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
+            Err(_) => match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+                Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
+                Err(_) => 0,
+            },
+        }
+    }
+
+    /// How far a reading may lag the true time.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) fn resolution() -> u64 {
+        static RESOLUTION: OnceLock<u64> = OnceLock::new();
+        *RESOLUTION.get_or_init(|| match clock_getres(ClockId::CLOCK_MONOTONIC_COARSE) {
+            Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
+            // Unknown: a generous tick.
+            Err(_) => 10_000_000,
+        })
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn nanos(secs: i64, nanos: i64) -> u64 {
+        let secs = u64::try_from(secs).unwrap_or(0);
+        let nanos = u64::try_from(nanos).unwrap_or(0);
+        secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+    }
+
+    /// The clock's reading now (the precise clock on this system).
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(crate) fn now() -> u64 {
+        static BASE: OnceLock<std::time::Instant> = OnceLock::new();
+        let base = *BASE.get_or_init(std::time::Instant::now);
+        u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// How far a reading may lag the true time: none on this system.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(crate) fn resolution() -> u64 {
+        0
+    }
+}
+
+/// Bits of the progress word that count finished hooks.
+const DONE_BITS: u32 = 24;
+const DONE_MASK: u64 = (1 << DONE_BITS) - 1;
+/// The bit set once the watchdog gave up on the batch.
+const ABANDONED: u64 = 1 << DONE_BITS;
+/// Where the running hook's start sits in the word, in units of 2^20 ns
+/// (about 1 ms) since the batch was made: 39 bits, some 18 years.
+const STARTED_SHIFT: u32 = DONE_BITS + 1;
+const UNIT_SHIFT: u32 = 20;
+
+/// The most hooks one batch runs; the watchdog starts the next batch where
+/// one that finished all of its hooks stopped.
+pub(crate) const MAX_BATCH: usize = DONE_MASK as usize;
+
+/// What one batch of hooks reported: see the module docs.
+pub(crate) struct BatchProgress {
+    word: AtomicU64,
+    /// The coarse clock when the batch was made: the origin of the word's
+    /// start times.
+    base: u64,
+    /// The failures among the finished hooks, by their place in the batch.
+    /// A batch adds one only together with moving the word on, under this
+    /// lock.
+    failures: Mutex<Vec<(usize, Failure)>>,
+}
+
+/// What a watchdog read off a batch's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Watch {
+    /// The hooks the batch finished.
+    pub(crate) done: usize,
+    /// How long from now the watchdog waits before the running hook may be
+    /// timed out: never less than the deadline from its true start.
+    pub(crate) wait: Duration,
+}
+
+impl BatchProgress {
+    /// A batch made now: its first hook starts no earlier than now.
+    pub(crate) fn new() -> Self {
+        Self {
+            word: AtomicU64::new(0),
+            base: coarse_clock::now(),
+            failures: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn units_since_base(&self, at: u64) -> u64 {
+        (at.saturating_sub(self.base) >> UNIT_SHIFT) & (u64::MAX >> STARTED_SHIFT)
+    }
+
+    /// Moves the word from `from` (the batch's last word) to `to`; false
+    /// once the watchdog gave up on the batch. The batch is the only
+    /// writer besides the watchdog's giving up, so it knows the word.
+    fn advance(&self, from: u64, to: u64) -> bool {
+        self.word
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// What the watchdog waits for now, for a hook deadline of `deadline`.
+    pub(crate) fn watch(&self, deadline: Duration) -> Watch {
+        let word = self.word.load(Ordering::Acquire);
+        let done = (word & DONE_MASK) as usize;
+        // The start is stored rounded down to a unit and read off a clock
+        // that lags by up to its resolution: the true start may be up to
+        // both later than the stored one.
+        let started = self
+            .base
+            .saturating_add((word >> STARTED_SHIFT) << UNIT_SHIFT)
+            .saturating_add(1 << UNIT_SHIFT)
+            .saturating_add(coarse_clock::resolution());
+        let due = started.saturating_add(u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX));
+        // A reading of now lags too, so the wait is never short.
+        let wait = Duration::from_nanos(due.saturating_sub(coarse_clock::now()));
+        Watch { done, wait }
+    }
+
+    /// The watchdog gives up on the batch while it is still on the hook
+    /// after the `done` finished ones; false if the batch moved on.
+    pub(crate) fn abandon(&self, done: usize) -> bool {
+        let done = done as u64;
+        self.word
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                (word & (ABANDONED | DONE_MASK) == done).then_some(word | ABANDONED)
+            })
+            .is_ok()
+    }
+
+    /// Gives up on the batch wherever it is (its driver is going away).
+    pub(crate) fn abandon_now(&self) {
+        self.word.fetch_or(ABANDONED, Ordering::AcqRel);
+    }
+
+    /// The results of the hooks the batch finished, in order. Taken once
+    /// the batch ended or was given up on, so no more arrive.
+    pub(crate) fn take_results(&self) -> HookResults {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let done = (self.word.load(Ordering::Acquire) & DONE_MASK) as usize;
+        // The batch adds failures in order, each below the count it moves
+        // the word to.
+        HookResults::from_parts(done, std::mem::take(&mut *failures)).unwrap_or_default()
+    }
+}
+
+/// The batch's side of its progress: it reads the clock once per hook,
+/// judges each completion against the deadline, and moves the word on.
+pub(crate) struct BatchReporter {
+    progress: Arc<BatchProgress>,
+    /// The word as this batch last wrote it.
+    word: u64,
+    /// When the running hook started (a coarse reading).
+    started: u64,
+    /// A hook is on time when less than this passed between the coarse
+    /// readings of its start and its end: the deadline less the clock's
+    /// resolution, so that it is on time for every true time the readings
+    /// allow. A completion that may have come after the deadline belongs
+    /// to the deadline (H-12).
+    on_time_within: u64,
+    deadline: Duration,
+}
+
+impl BatchReporter {
+    /// The batch begins to run now: its first hook's deadline counts from
+    /// here. `None` once the watchdog gave up on it.
+    pub(crate) fn begin(progress: Arc<BatchProgress>, deadline: Duration) -> Option<Self> {
+        let started = coarse_clock::now();
+        let word = progress.units_since_base(started) << STARTED_SHIFT;
+        progress.advance(0, word).then(|| Self {
+            progress,
+            word,
+            started,
+            on_time_within: u64::try_from(deadline.as_nanos())
+                .unwrap_or(u64::MAX)
+                .saturating_sub(coarse_clock::resolution()),
+            deadline,
+        })
+    }
+
+    /// The running hook finished with `result`, and the next one starts.
+    /// A result that came too late is the deadline's. False once the
+    /// watchdog gave up on the batch: then nothing is recorded and the
+    /// batch must stop.
+    pub(crate) fn finish(
+        &mut self,
+        result: Result<(), Failure>,
+        timed_out: impl FnOnce(Duration) -> Failure,
+    ) -> bool {
+        self.finish_at(coarse_clock::now(), result, timed_out)
+    }
+
+    /// [`BatchReporter::finish`] with the clock read at `now`.
+    fn finish_at(
+        &mut self,
+        now: u64,
+        result: Result<(), Failure>,
+        timed_out: impl FnOnce(Duration) -> Failure,
+    ) -> bool {
+        let result = if now.saturating_sub(self.started) < self.on_time_within {
+            result
+        } else {
+            Err(timed_out(self.deadline))
+        };
+        self.started = now;
+        let done = self.word & DONE_MASK;
+        let next = (self.progress.units_since_base(now) << STARTED_SHIFT) | (done + 1);
+        let moved = match result {
+            Ok(()) => self.progress.advance(self.word, next),
+            Err(failure) => {
+                let mut failures = self
+                    .progress
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let moved = self.progress.advance(self.word, next);
+                if moved {
+                    failures.push((done as usize, failure));
+                }
+                moved
+            }
+        };
+        self.word = next;
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coarse_clock_goes_on_and_lags_the_precise_one_by_less_than_its_resolution() {
+        let base = std::time::Instant::now();
+        let first = coarse_clock::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let second = coarse_clock::now();
+        let elapsed = u64::try_from(base.elapsed().as_nanos()).unwrap();
+        assert!(second > first, "the clock stood still: {first}, {second}");
+        // Each reading lags the true time by less than the resolution, so
+        // two readings differ by less than the true time plus it.
+        assert!(second - first < elapsed + coarse_clock::resolution());
+        assert!(second - first + coarse_clock::resolution() >= 30_000_000);
+    }
+
+    fn late(d: Duration) -> Failure {
+        Failure::error(format!("late after {d:?}"))
+    }
+
+    #[test]
+    fn a_batch_records_results_in_order_with_their_failures() {
+        let progress = Arc::new(BatchProgress::new());
+        let mut batch = BatchReporter::begin(progress.clone(), Duration::from_secs(60)).unwrap();
+        assert!(batch.finish(Ok(()), late));
+        assert!(batch.finish(Err(Failure::error("second")), late));
+        assert!(batch.finish(Ok(()), late));
+        let results: Vec<_> = progress.take_results().into_results().collect();
+        assert_eq!(results.len(), 3);
+        assert!(results[0].is_ok() && results[2].is_ok());
+        assert_eq!(results[1].as_ref().unwrap_err().message, "second");
+    }
+
+    #[test]
+    fn once_abandoned_a_batch_records_nothing_more() {
+        let progress = Arc::new(BatchProgress::new());
+        let mut batch = BatchReporter::begin(progress.clone(), Duration::from_secs(60)).unwrap();
+        assert!(batch.finish(Ok(()), late));
+        assert!(!progress.abandon(0), "hook 0 finished: it cannot time out");
+        assert!(progress.abandon(1));
+        assert!(!batch.finish(Ok(()), late));
+        assert!(!batch.finish(Err(Failure::error("late")), late));
+        assert_eq!(progress.take_results().len(), 1);
+        assert_eq!(progress.watch(Duration::from_secs(1)).done, 1);
+        let never_begun = Arc::new(BatchProgress::new());
+        never_begun.abandon_now();
+        assert!(BatchReporter::begin(never_begun, Duration::from_secs(60)).is_none());
+    }
+
+    #[test]
+    fn a_completion_that_may_be_late_belongs_to_the_deadline() {
+        let deadline = Duration::from_millis(20);
+        let progress = Arc::new(BatchProgress::new());
+        let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
+        std::thread::sleep(deadline);
+        assert!(batch.finish(Ok(()), late));
+        // The next hook's time starts at the last one's end (read at once
+        // here, so no scheduling delay can make it late).
+        let ended = batch.started;
+        assert!(batch.finish_at(ended, Ok(()), late));
+        let results: Vec<_> = progress.take_results().into_results().collect();
+        assert_eq!(results[0].as_ref().unwrap_err().message, "late after 20ms");
+        assert!(
+            results[1].is_ok(),
+            "the next hook's time starts at the last one's end"
+        );
+    }
+
+    #[test]
+    fn a_completion_is_on_time_only_if_every_true_time_the_readings_allow_is() {
+        let deadline = Duration::from_millis(100);
+        let d = u64::try_from(deadline.as_nanos()).unwrap();
+        let res = coarse_clock::resolution();
+        let progress = Arc::new(BatchProgress::new());
+        let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
+        let start = batch.started;
+        // Readings one tick short of the deadline apart: the true times may
+        // be a whole deadline apart, so the completion is the deadline's.
+        assert!(batch.finish_at(start + d - res, Ok(()), late));
+        // One nanosecond less than that: on time whatever the true times.
+        let next = batch.started;
+        assert!(batch.finish_at(next + d - res - 1, Ok(()), late));
+        let results: Vec<_> = progress.take_results().into_results().collect();
+        assert_eq!(results[0].as_ref().unwrap_err().message, "late after 100ms");
+        assert!(results[1].is_ok());
+    }
+
+    #[test]
+    fn the_watchdog_waits_at_least_the_deadline_from_the_running_hooks_start() {
+        let deadline = Duration::from_millis(300);
+        let res = Duration::from_nanos(coarse_clock::resolution());
+        let made = std::time::Instant::now();
+        let progress = Arc::new(BatchProgress::new());
+        let watch = progress.watch(deadline);
+        // Due no earlier than the deadline after the batch was made, and
+        // no later than a unit and two ticks after that.
+        assert!(made.elapsed() + watch.wait >= deadline);
+        assert!(watch.wait <= deadline + Duration::from_nanos(1 << UNIT_SHIFT) + 2 * res);
+        // A later start moves the wait on.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
+        let finished = std::time::Instant::now();
+        assert!(batch.finish(Ok(()), late));
+        let later = progress.watch(deadline);
+        assert_eq!(later.done, 1);
+        assert!(finished.elapsed() + later.wait >= deadline);
+        assert!(made.elapsed() + later.wait >= deadline + Duration::from_millis(50));
+    }
+}
