@@ -9,7 +9,7 @@
 //! `activation.rs`, `emit.rs` or `dispose.rs` and otherwise builds on
 //! `state.rs`; no operation file depends on this one.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use rpds::VectorSync;
 
@@ -21,7 +21,7 @@ use crate::outcome::{LiveHook, OpKind};
 use crate::protocol::{Awaiting, Effect, ProtocolError, Rejection, Requested};
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 
-use super::state::{ActivationStep, HostCore, Phase, Queued, Running};
+use super::state::{ActivationStep, CallTable, HostCore, Phase, Queued, Running};
 
 impl HostCore {
     /// A host with these base tools, published first (H-9). Returns the
@@ -37,7 +37,7 @@ impl HostCore {
             running: None,
             phase: Phase::Open,
             counters: Counters::default(),
-            calls: BTreeMap::new(),
+            calls: CallTable::default(),
             revoked: std::collections::BTreeSet::new(),
             outbox: Outbox::default(),
             #[cfg(feature = "mutants")]

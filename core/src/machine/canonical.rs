@@ -31,8 +31,8 @@
 //!   rebuilt, and renumbered, only when a tool changes).
 
 use super::state::{
-    Activation, ActivationStep, CleanupCursor, Dispose, Emit, HostCore, InFlight, Phase, Queued,
-    Retiring, Running,
+    Activation, ActivationStep, CallTable, CleanupCursor, Dispose, Emit, HostCore, InFlight, Phase,
+    Queued, Retiring, Running,
 };
 #[cfg(feature = "mutants")]
 use crate::canonical::CanonicalBug;
@@ -96,6 +96,30 @@ impl<S: Handles> Handles for Extension<S> {
     }
     fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
         self.state_data_mut().walk_mut(v);
+    }
+}
+
+/// The calls in flight: each handle and its record; renamed handles are
+/// put back in order.
+impl Handles for CallTable {
+    fn walk(&self, v: &mut impl FnMut(HandleKind, u64)) {
+        for (call, f) in &self.0 {
+            call.walk(v);
+            f.walk(v);
+        }
+    }
+    fn walk_mut(&mut self, v: &mut impl FnMut(HandleKind, &mut u64)) {
+        // Each handle is visited once, in the read-only walk's order.
+        let mut renamed = false;
+        for (call, f) in &mut self.0 {
+            let before = *call;
+            call.walk_mut(v);
+            renamed |= *call != before;
+            f.walk_mut(v);
+        }
+        if renamed {
+            self.0.sort_unstable_by_key(|(call, _)| *call);
+        }
     }
 }
 

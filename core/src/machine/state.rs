@@ -280,6 +280,59 @@ pub(super) struct InFlight {
     pub generation: Option<ContextId>,
 }
 
+/// The tool calls in flight, by handle: a vector kept in handle order.
+/// Handles are issued rising, so a call that starts goes at the end, and
+/// the vector keeps its room when calls end: a call costs the table no
+/// allocation once it had room for the calls in flight (a tree map
+/// allocated and freed a node per call while it was the only one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(super) struct CallTable(pub(super) Vec<(CallId, InFlight)>);
+
+impl CallTable {
+    fn position(&self, call: CallId) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&call, |(c, _)| *c)
+    }
+
+    /// Tracks `call`, replacing what was tracked under its handle.
+    pub(super) fn insert(&mut self, call: CallId, f: InFlight) {
+        match self.0.last() {
+            Some((last, _)) if *last >= call => match self.position(call) {
+                Ok(at) => self.0[at].1 = f,
+                Err(at) => self.0.insert(at, (call, f)),
+            },
+            _ => self.0.push((call, f)),
+        }
+    }
+
+    /// Stops tracking `call`; what was tracked, if anything.
+    pub(super) fn remove(&mut self, call: &CallId) -> Option<InFlight> {
+        let at = self.position(*call).ok()?;
+        Some(self.0.remove(at).1)
+    }
+
+    /// The calls in handle order (the order they started).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&CallId, &InFlight)> {
+        self.0.iter().map(|(call, f)| (call, f))
+    }
+
+    /// The calls' handles, in order.
+    #[cfg(test)]
+    pub(super) fn keys(&self) -> impl Iterator<Item = &CallId> {
+        self.0.iter().map(|(call, _)| call)
+    }
+
+    /// The calls' records, in handle order.
+    #[cfg(test)]
+    pub(super) fn values(&self) -> impl Iterator<Item = &InFlight> {
+        self.0.iter().map(|(_, f)| f)
+    }
+
+    /// The calls' records, in handle order, to change.
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
+        self.0.iter_mut().map(|(_, f)| f)
+    }
+}
+
 /// The pure host: all logical state, no closures, no I/O, no clock.
 ///
 /// Callers' commands are typed methods that answer at once
@@ -302,7 +355,7 @@ pub struct HostCore {
     pub(super) phase: Phase,
     pub(super) counters: Counters,
     /// Tool calls in flight, by handle (INV-12).
-    pub(super) calls: BTreeMap<CallId, InFlight>,
+    pub(super) calls: CallTable,
     /// Extensions whose grant a declaration mismatch revoked (M-5,
     /// INV-14): a dormant call or a provider selection does not start them
     /// until an activation of theirs commits (`policy.rs`).
