@@ -487,6 +487,7 @@ impl Driver {
         event: Arc<Event>,
         deadline: Duration,
     ) -> HookResults {
+        self.hooks_done = HookResults::new();
         let mut next = start;
         while next < hooks.len() {
             let end = hooks.len().min(next.saturating_add(MAX_BATCH));

@@ -3,8 +3,8 @@
 //! one coarse clock reading and one atomic update per hook.
 //!
 //! Architecture invariants:
-//! - Depends on nothing in `host/`, only on the core's `Failure`; only
-//!   the driver uses it.
+//! - Depends on nothing in `host/`, only on the core's `Failure` and
+//!   `HookResults`; only the driver uses it.
 //! - A batch's progress is one atomic word: when its running hook started,
 //!   whether the watchdog gave up on it, and how many hooks it finished.
 //!   The batch moves the word on only while the watchdog has not given up,
