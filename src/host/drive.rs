@@ -505,10 +505,10 @@ impl Driver {
             };
             self.watched = Some(progress.clone());
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
-            let timed_out_on = loop {
+            let hook_timed_out = loop {
                 let watch = progress.watch(deadline);
                 tokio::select! {
-                    _ = &mut task.0 => break None,
+                    _ = &mut task.0 => break false,
                     _ = tokio::time::sleep(watch.wait) => {
                         // The running hook outlived its deadline (it may
                         // block its thread): it times out, its batch can
@@ -516,7 +516,7 @@ impl Driver {
                         // task.
                         if progress.abandon(watch.done) {
                             task.0.abort();
-                            break Some(watch.done);
+                            break true;
                         }
                     }
                 }
@@ -524,7 +524,7 @@ impl Driver {
             self.watched = None;
             self.hooks_done.append(progress.take_results());
             let at = start + self.hooks_done.len();
-            if timed_out_on.is_some() {
+            if hook_timed_out {
                 self.hooks_done.push(Err(timed_out("the hook", deadline)));
             } else if at < end {
                 // The batch ended without a word on the hook it was on.
