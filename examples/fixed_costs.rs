@@ -17,7 +17,9 @@
 //! `call-deadline` (a 30 s call deadline), `direct-call`, `spawn-call`
 //! (the closure in a task of its own, awaited), `emit`,
 //! `emit-no-deadline`, `direct-loop`, `activate`, `activate-no-deadline`,
-//! and `mt` picks the multi-thread runtime (two workers) instead of the
+//! `activate-floor` (the bench's spawn floor: a factory on
+//! `spawn_blocking`, then five descriptors and closures made in a spawned
+//! task), and `mt` picks the multi-thread runtime (two workers) instead of the
 //! current-thread one.
 
 use std::hint::black_box;
@@ -117,6 +119,28 @@ fn measure_direct_loop(rt: &Runtime, hooks: &[Hook], n: usize) {
             }
         })
     }
+}
+
+#[inline(never)]
+fn measure_activate_floor(rt: &Runtime) {
+    rt.block_on(async {
+        let ext = tokio::task::spawn_blocking(|| Echo).await.unwrap();
+        let tools = tokio::spawn(async move {
+            let _ext = ext;
+            (0..5)
+                .map(|t| {
+                    let tool: ToolFn = Arc::new(|input: Value| Box::pin(async move { Ok(input) }));
+                    (
+                        ToolDescriptor::new(format!("t{t}"), "echo", json!({})),
+                        tool,
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        black_box(tools)
+    });
 }
 
 #[inline(never)]
@@ -221,6 +245,13 @@ fn main() {
                 measure_activate(&rt, &host);
                 timed += start.elapsed();
                 rt.block_on(host.dispose()).unwrap();
+            }
+        }
+        "activate-floor" => {
+            for _ in 0..n {
+                let start = Instant::now();
+                measure_activate_floor(&rt);
+                timed += start.elapsed();
             }
         }
         other => {

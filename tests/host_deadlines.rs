@@ -122,6 +122,96 @@ async fn a_longer_activation_deadline_outlasts_the_hosts() {
     soon(host.dispose()).await.unwrap();
 }
 
+/// An extension whose `activate` waits `delay` and logs that it ended.
+#[derive(Clone)]
+struct Napper {
+    id: String,
+    log: Log,
+    delay: Duration,
+}
+
+impl Extension for Napper {
+    fn activate(&self, _cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.log.push(format!("{}:activated", self.id));
+            Ok(())
+        })
+    }
+}
+
+fn napper(id: &str, log: &Log, delay: Duration) -> Napper {
+    Napper {
+        id: id.to_owned(),
+        log: log.clone(),
+        delay,
+    }
+}
+
+fn napping(id: &str, log: &Log, delay: Duration) -> ExtensionDefinition {
+    let napper = napper(id, log, delay);
+    ExtensionDefinition::new(id, move || Ok(napper.clone()))
+}
+
+/// One activation, one deadline: the factory's time and `activate`'s add
+/// up. Each alone stays under the deadline, together they pass it. Time is
+/// the runtime's paused clock, moved on by hand while the factory holds
+/// its thread and by the runtime while `activate` sleeps, so the verdict
+/// does not depend on how busy the machine is.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn one_activation_deadline_spans_the_factory_and_activate() {
+    let deadline = Duration::from_secs(1);
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_activation_deadline(deadline));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let started_tx = std::sync::Mutex::new(Some(started_tx));
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let napping = napper("slow", &log, deadline * 6 / 10);
+    host.discover([ExtensionDefinition::new("slow", move || {
+        if let Some(tx) = started_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+        // Holds its thread until the test has moved the clock on.
+        let _ = release_rx.lock().unwrap().recv();
+        Ok(napping.clone())
+    })])
+    .unwrap();
+    let activation = tokio::spawn({
+        let host = host.clone();
+        async move { host.activate("slow").await }
+    });
+    started_rx.await.unwrap();
+    tokio::time::advance(deadline * 6 / 10).await;
+    release_tx.send(()).unwrap();
+    let err = soon(activation).await.unwrap().unwrap_err();
+    assert_eq!(err.cause_code(), Some(codes::EXTENSION_TIMEOUT), "{err}");
+    assert_eq!(log.count("slow:activated"), 0, "activate was cut short");
+    assert_eq!(host.status("slow"), Some(Status::Failed));
+    soon(host.dispose()).await.unwrap();
+}
+
+/// A dependency and its dependent activate in one operation, each as its
+/// own transaction under its own deadline (H-12, H-13): together they take
+/// longer than one deadline, each alone does not, and both commit.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn each_activation_in_a_dependency_chain_has_its_own_deadline() {
+    let deadline = Duration::from_secs(1);
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_activation_deadline(deadline));
+    host.discover([
+        napping("base", &log, deadline * 6 / 10),
+        napping("top", &log, deadline * 6 / 10).depends_on(["base"]),
+    ])
+    .unwrap();
+    soon(host.activate("top")).await.unwrap();
+    assert_eq!(log.count("base:activated"), 1);
+    assert_eq!(log.count("top:activated"), 1);
+    assert_eq!(host.status("base"), Some(Status::Active));
+    assert_eq!(host.status("top"), Some(Status::Active));
+    soon(host.dispose()).await.unwrap();
+}
+
 #[tokio::test]
 async fn an_extensions_cleanup_deadline_bounds_its_own_steps_only() {
     let log = Log::default();

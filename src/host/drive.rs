@@ -25,13 +25,14 @@
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rpds::VectorSync;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::code::{Event, ExtensionError, HookFn};
@@ -82,6 +83,64 @@ fn passed(at: Option<Instant>) -> bool {
     at.is_some_and(|at| Instant::now() >= at)
 }
 
+/// The running activation's deadline (H-12), one instant for its factory
+/// and its `activate` alike, and the one timer that waits for it.
+///
+/// The timer is made once per driver and re-armed for each activation the
+/// operation runs (a dependency's, then its dependent's): registering a
+/// timer with the runtime can wake the runtime's driver (a system call on
+/// a runtime with I/O), re-arming it later does not, so an operation pays
+/// that once, not once per step.
+#[derive(Default)]
+struct ActivationDeadline {
+    at: Option<Instant>,
+    /// The deadline's length, for its error text.
+    budget: Option<Duration>,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl ActivationDeadline {
+    /// An activation starts now, under `budget` (none: no deadline).
+    fn start(&mut self, budget: Option<Duration>) {
+        self.budget = budget;
+        self.at = budget.map(|d| Instant::now() + d);
+        if let (Some(at), Some(timer)) = (self.at, self.timer.as_mut()) {
+            timer.as_mut().reset(at);
+        }
+    }
+
+    /// The same deadline, with no timer yet: for the driver that takes the
+    /// operation over.
+    fn handed_over(&self) -> Self {
+        Self {
+            at: self.at,
+            budget: self.budget,
+            timer: None,
+        }
+    }
+
+    fn passed(&self) -> bool {
+        passed(self.at)
+    }
+
+    /// Resolves when the deadline passes; never, without one.
+    fn expired(&mut self) -> impl Future<Output = ()> + '_ {
+        let timer = match self.at {
+            Some(at) => Some(
+                self.timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at))),
+            ),
+            None => None,
+        };
+        async move {
+            match timer {
+                Some(timer) => timer.await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+}
+
 /// Runs one operation from its turn to its outcome.
 pub(crate) struct Driver {
     inner: Arc<Inner>,
@@ -90,9 +149,7 @@ pub(crate) struct Driver {
     turn: Option<Turn>,
     begun: bool,
     settled: bool,
-    activation_deadline: Option<Instant>,
-    /// The running activation's deadline, for its error text.
-    activation_budget: Option<Duration>,
+    activation_deadline: ActivationDeadline,
     /// The running activation's factory and `activate` run in this task
     /// (the core's placement: no activation deadline).
     activation_inline: bool,
@@ -112,8 +169,7 @@ impl Driver {
             turn: None,
             begun: false,
             settled: false,
-            activation_deadline: None,
-            activation_budget: None,
+            activation_deadline: ActivationDeadline::default(),
             activation_inline: false,
             watched: None,
             hooks_done: HookResults::new(),
@@ -299,8 +355,7 @@ impl Driver {
             Placement::Inline => None,
             Placement::Task(deadline) => deadline,
         };
-        self.activation_budget = deadline;
-        self.activation_deadline = deadline.map(|d| Instant::now() + d);
+        self.activation_deadline.start(deadline);
         self.record(CodeRun::Factory(context));
         let Some(factory) = factory else {
             return self.feed([Input::FactoryReturned {
@@ -325,7 +380,7 @@ impl Driver {
         let mut task = task;
         let result = tokio::select! {
             joined = &mut task.0 => joined.unwrap_or_else(|_| Err(lost())),
-            _ = sleep_until(self.activation_deadline) => {
+            _ = self.activation_deadline.expired() => {
                 let d = deadline.unwrap_or_default();
                 return self.feed([
                     Input::DeadlinePassed { op: self.op },
@@ -333,7 +388,7 @@ impl Driver {
                 ]);
             }
         };
-        let late = passed(self.activation_deadline);
+        let late = self.activation_deadline.passed();
         self.factory_returned(context, result, late)
     }
 
@@ -409,14 +464,14 @@ impl Driver {
             joined = &mut task.0 => {
                 let result = joined.unwrap_or_else(|_| Err(lost()));
                 let mut inputs = Vec::with_capacity(2);
-                if passed(self.activation_deadline) {
+                if self.activation_deadline.passed() {
                     inputs.push(Input::DeadlinePassed { op });
                 }
                 inputs.push(Input::ActivateReturned { context, result });
                 self.feed(inputs)
             }
-            _ = sleep_until(self.activation_deadline) => {
-                let d = self.activation_budget.unwrap_or_default();
+            _ = self.activation_deadline.expired() => {
+                let d = self.activation_deadline.budget.unwrap_or_default();
                 self.feed([
                     Input::DeadlinePassed { op },
                     Input::ActivateReturned { context, result: Err(timed_out("activate", d)) },
@@ -662,8 +717,7 @@ impl Drop for Driver {
         let mut next = Driver::new(self.inner.clone(), op, self.event.take());
         next.turn = self.turn.take();
         next.begun = true;
-        next.activation_deadline = self.activation_deadline;
-        next.activation_budget = self.activation_budget;
+        next.activation_deadline = self.activation_deadline.handed_over();
         next.activation_inline = self.activation_inline;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
