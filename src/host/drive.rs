@@ -560,11 +560,23 @@ impl Driver {
             };
             self.watched = Some(progress.clone());
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
+            let mut first_watch = true;
             let hook_timed_out = loop {
                 let watch = progress.watch(deadline);
+                let due = Instant::now() + watch.wait;
+                // The batch gets a turn before the first timer is set: a
+                // batch that ends in it (hooks that return at once) never
+                // registers one. The watchdog's instant is the same.
+                let yield_first = std::mem::take(&mut first_watch);
+                let watchdog = async move {
+                    if yield_first {
+                        tokio::task::yield_now().await;
+                    }
+                    tokio::time::sleep_until(due).await
+                };
                 tokio::select! {
                     _ = &mut task.0 => break false,
-                    _ = tokio::time::sleep(watch.wait) => {
+                    _ = watchdog => {
                         // The running hook outlived its deadline (it may
                         // block its thread): it times out, its batch can
                         // report nothing more, and the rest run in a fresh
