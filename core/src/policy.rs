@@ -78,18 +78,33 @@ pub struct Deadlines {
 }
 
 impl Deadlines {
-    /// The deadlines that apply to an extension with these overrides (the
-    /// hook deadline is the host's: one `emit` runs many extensions' hooks
-    /// under one watchdog).
+    /// The deadline of `step` for an extension with these overrides (`None`:
+    /// none of its own): the one place each step is paired with the
+    /// deadline that bounds it. The hook deadline is the host's: one `emit`
+    /// runs many extensions' hooks under one watchdog.
+    pub fn for_step(
+        &self,
+        step: DeadlineStep<'_>,
+        overrides: Option<&DeadlineOverrides>,
+    ) -> Option<Duration> {
+        let inherit = DeadlineOverrides::default();
+        let o = overrides.unwrap_or(&inherit);
+        match step {
+            DeadlineStep::Activation(_) => o.activation.or(self.activation),
+            DeadlineStep::Cleanup(_) | DeadlineStep::CallsWait(_) => o.cleanup.or(self.cleanup),
+            DeadlineStep::Hooks => self.hook,
+            DeadlineStep::Call(_) => o.call.or(self.call),
+        }
+    }
+
+    /// The deadlines that apply to an extension with these overrides, each
+    /// as [`Deadlines::for_step`] gives it.
     pub fn with_overrides(self, overrides: Option<&DeadlineOverrides>) -> Deadlines {
-        let Some(o) = overrides else {
-            return self;
-        };
         Deadlines {
-            activation: o.activation.or(self.activation),
-            cleanup: o.cleanup.or(self.cleanup),
-            hook: self.hook,
-            call: o.call.or(self.call),
+            activation: self.for_step(DeadlineStep::Activation(""), overrides),
+            cleanup: self.for_step(DeadlineStep::Cleanup(""), overrides),
+            hook: self.for_step(DeadlineStep::Hooks, overrides),
+            call: self.for_step(DeadlineStep::Call(None), overrides),
         }
     }
 }
@@ -109,6 +124,18 @@ pub enum DeadlineStep<'a> {
     Hooks,
     /// One call of a tool of this extension (`None`: a base tool).
     Call(Option<&'a str>),
+}
+
+impl<'a> DeadlineStep<'a> {
+    /// The extension whose overrides apply to this step; `None` for the
+    /// hooks of an emit, a base tool's call, or calls of no known extension.
+    pub fn extension(self) -> Option<&'a str> {
+        match self {
+            DeadlineStep::Activation(id) | DeadlineStep::Cleanup(id) => Some(id),
+            DeadlineStep::CallsWait(id) | DeadlineStep::Call(id) => id,
+            DeadlineStep::Hooks => None,
+        }
+    }
 }
 
 /// Where a step of extension code runs (issue 23): in the task of whoever
@@ -160,5 +187,26 @@ mod tests {
         assert_eq!(d.cleanup, None);
         assert_eq!(d.hook, HOST.hook);
         assert_eq!(d.call, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn the_wait_for_calls_has_the_cleanup_deadline_and_hooks_the_hosts() {
+        let o = DeadlineOverrides {
+            activation: DeadlineOverride::Off,
+            cleanup: DeadlineOverride::Set(Duration::from_millis(7)),
+            call: DeadlineOverride::Off,
+        };
+        assert_eq!(
+            HOST.for_step(DeadlineStep::CallsWait(Some("e")), Some(&o)),
+            Some(Duration::from_millis(7))
+        );
+        assert_eq!(
+            HOST.for_step(DeadlineStep::CallsWait(None), None),
+            HOST.cleanup
+        );
+        assert_eq!(HOST.for_step(DeadlineStep::Hooks, Some(&o)), HOST.hook);
+        assert_eq!(DeadlineStep::Hooks.extension(), None);
+        assert_eq!(DeadlineStep::Call(None).extension(), None);
+        assert_eq!(DeadlineStep::Cleanup("e").extension(), Some("e"));
     }
 }

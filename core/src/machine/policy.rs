@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::lifecycle::Status;
 use crate::mutant::Mutant;
 use crate::outcome::FailureCause;
-use crate::policy::{DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, Placement};
+use crate::policy::{DeadlineStep, Deadlines, Placement};
 use crate::registry::{Binding, Owner};
 
 use super::state::{HostCore, Phase};
@@ -139,21 +139,13 @@ impl HostCore {
     /// duration of its own, or none). The hooks of an emit always have the
     /// host's (one watchdog for every extension's hooks). Changes nothing.
     pub fn deadline_for(&self, host: &Deadlines, step: DeadlineStep<'_>) -> Option<Duration> {
-        // Only the one deadline asked for is looked up (a call asks on
-        // every call).
-        let of = |id: Option<&str>, pick: fn(&DeadlineOverrides) -> DeadlineOverride, host| match id
+        // Only the extension the step names is looked up, and none for the
+        // hooks (a call asks on every call).
+        let overrides = step
+            .extension()
             .and_then(|id| self.extension(id))
-        {
-            Some(slot) => pick(&slot.meta().policy.deadlines).or(host),
-            None => host,
-        };
-        match step {
-            DeadlineStep::Activation(id) => of(Some(id), |o| o.activation, host.activation),
-            DeadlineStep::Cleanup(id) => of(Some(id), |o| o.cleanup, host.cleanup),
-            DeadlineStep::CallsWait(id) => of(id, |o| o.cleanup, host.cleanup),
-            DeadlineStep::Hooks => host.hook,
-            DeadlineStep::Call(id) => of(id, |o| o.call, host.call),
-        }
+            .map(|slot| &slot.meta().policy.deadlines);
+        host.for_step(step, overrides)
     }
 
     /// Where a call of a tool of `owner` (`None`: a base tool) runs, when
