@@ -496,6 +496,16 @@ fn hook_results_keep_their_order_and_refuse_a_bad_shape() {
         None
     );
     assert!(HookResults::new().is_empty());
+    // Hooks that finished without failing, counted at once.
+    let mut counted = HookResults::new();
+    counted.push_ok(1);
+    counted.push(Err(failure("x")));
+    counted.push(Err(failure("y")));
+    counted.push_ok(1);
+    assert_eq!(
+        counted.into_results().collect::<Vec<_>>(),
+        [Ok(()), Err(failure("x")), Err(failure("y")), Ok(())]
+    );
 }
 
 #[test]

@@ -74,6 +74,11 @@ impl HookResults {
         self.finished += 1;
     }
 
+    /// `count` more hooks finished without failing.
+    pub fn push_ok(&mut self, count: usize) {
+        self.finished = self.finished.saturating_add(count);
+    }
+
     /// `count` hooks finished, and these failed among them, by their place
     /// from the first; `None` unless the places rise strictly and are each
     /// below `count`.

@@ -175,11 +175,18 @@ impl BatchProgress {
     /// The results of the hooks the batch finished, in order. Taken once
     /// the batch ended or was given up on, so no more arrive.
     pub(crate) fn take_results(&self) -> HookResults {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let failures =
+            std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()));
         let done = (self.word.load(Ordering::Acquire) & DONE_MASK) as usize;
         // The batch adds failures in order, each below the count it moves
-        // the word to.
-        HookResults::from_parts(done, std::mem::take(&mut *failures)).unwrap_or_default()
+        // the word to; built so that none could be lost even if not.
+        let mut results = HookResults::new();
+        for (at, failure) in failures {
+            results.push_ok(at.saturating_sub(results.len()));
+            results.push(Err(failure));
+        }
+        results.push_ok(done.saturating_sub(results.len()));
+        results
     }
 }
 
