@@ -575,6 +575,8 @@ impl Driver {
                     tokio::time::sleep_until(due).await
                 };
                 tokio::select! {
+                    // The batch first: one that ended registers no timer.
+                    biased;
                     _ = &mut task.0 => break false,
                     _ = watchdog => {
                         // The running hook outlived its deadline (it may
