@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 /// One progress report of a running tool call (the MCP `notifications/progress`
@@ -118,6 +119,9 @@ struct SignalState {
     token: Option<CancellationToken>,
     /// The caller waiting for the call, to wake when it is abandoned.
     waiter: Option<Waker>,
+    /// The task running the tool, when it has one: aborted when the call
+    /// is abandoned, whichever of the two comes first.
+    task: Option<AbortHandle>,
 }
 
 impl CallSignals {
@@ -147,15 +151,31 @@ impl CallSignals {
         token.clone()
     }
 
-    /// The core abandoned the call: its caller stops waiting.
+    /// The core abandoned the call: its caller stops waiting, and its
+    /// task, if it has one, is aborted.
     pub fn abandon(&self) {
-        let waiter = {
+        let (waiter, task) = {
             let mut state = self.state();
             self.abandoned.store(true, Ordering::Release);
-            state.waiter.take()
+            (state.waiter.take(), state.task.take())
         };
+        if let Some(task) = task {
+            task.abort();
+        }
         if let Some(waiter) = waiter {
             waiter.wake();
+        }
+    }
+
+    /// The call runs in `task`: abandoning the call aborts it, and a call
+    /// abandoned before its task was attached aborts it now.
+    pub fn attach(&self, task: AbortHandle) {
+        let mut state = self.state();
+        if self.abandoned.load(Ordering::Acquire) {
+            drop(state);
+            task.abort();
+        } else {
+            state.task = Some(task);
         }
     }
 
@@ -221,5 +241,40 @@ pub fn report_progress(progress: Progress) -> bool {
             true
         }
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that waits until it is aborted.
+    fn pending_task() -> tokio::task::JoinHandle<()> {
+        tokio::spawn(std::future::pending())
+    }
+
+    #[tokio::test]
+    async fn abandoning_a_call_aborts_the_task_attached_to_it() {
+        let signals = CallSignals::default();
+        let task = pending_task();
+        signals.attach(task.abort_handle());
+        signals.abandon();
+        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("the abort ends the task");
+        assert!(joined.unwrap_err().is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_task_attached_after_the_call_was_abandoned_is_aborted_at_once() {
+        let signals = CallSignals::default();
+        signals.abandon();
+        let task = pending_task();
+        signals.attach(task.abort_handle());
+        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("the abort ends the task");
+        assert!(joined.unwrap_err().is_cancelled());
+        assert!(signals.state().task.is_none(), "nothing is kept");
     }
 }

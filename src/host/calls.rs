@@ -134,7 +134,6 @@ pub(crate) async fn call(
             admitted.call,
             CallHandle {
                 signals: signals.clone(),
-                task: None,
             },
         );
         // Only the tool itself: its descriptor stays in the table.
@@ -224,13 +223,9 @@ async fn call_in_task(
         (result, verdict)
     }));
     let abort = task.abort_handle();
-    {
-        let mut shell = inner.lock();
-        // Not there when it finished or was abandoned already.
-        if let Some(handle) = shell.calls.get_mut(&call) {
-            handle.task = Some(abort.clone());
-        }
-    }
+    // Shutdown's abandonment aborts it from now on; if it came first, the
+    // task is aborted here.
+    signals.attach(abort.clone());
     let mut guard = FinishOnDrop {
         inner,
         call,

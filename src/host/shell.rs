@@ -64,10 +64,9 @@ pub(crate) use super::deadlines::Deadlines;
 /// What the shell keeps of one tool call in flight.
 pub(crate) struct CallHandle {
     /// Its cancellation (fired when its extension's cleanup waits for
-    /// it) and its abandonment (its caller answers at once).
+    /// it) and its abandonment (its caller answers at once, its task, if
+    /// it has one, is aborted).
     pub signals: Arc<CallSignals>,
-    /// The task running the tool.
-    pub task: Option<tokio::task::AbortHandle>,
 }
 
 /// An outcome on its way to its caller.
@@ -325,9 +324,6 @@ impl Shell {
                 for call in calls {
                     if let Some(handle) = self.calls.remove(&call) {
                         handle.signals.abandon();
-                        if let Some(task) = handle.task {
-                            task.abort();
-                        }
                     }
                 }
             }
