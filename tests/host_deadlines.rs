@@ -181,7 +181,7 @@ async fn one_activation_deadline_spans_the_factory_and_activate() {
         let host = host.clone();
         async move { host.activate("slow").await }
     });
-    started_rx.await.unwrap();
+    soon(started_rx).await.unwrap();
     tokio::time::advance(deadline * 6 / 10).await;
     release_tx.send(()).unwrap();
     let err = soon(activation).await.unwrap().unwrap_err();
