@@ -13,7 +13,7 @@ use exthost::error::codes;
 use exthost::manifest::parse_manifest;
 use exthost::prelude::*;
 use serde_json::json;
-use support::{Log, host_with};
+use support::{Ending, Log, Script, Scripted, host_with};
 
 /// Fails the test if `f` takes longer than a few seconds: every deadline
 /// here is tens or hundreds of milliseconds, the host's own are off or far
@@ -122,35 +122,10 @@ async fn a_longer_activation_deadline_outlasts_the_hosts() {
     soon(host.dispose()).await.unwrap();
 }
 
-/// An extension whose `activate` waits `delay` and logs that it ended.
-#[derive(Clone)]
-struct Napper {
-    id: String,
-    log: Log,
-    delay: Duration,
-}
-
-impl Extension for Napper {
-    fn activate(&self, _cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
-        Box::pin(async move {
-            tokio::time::sleep(self.delay).await;
-            self.log.push(format!("{}:activated", self.id));
-            Ok(())
-        })
-    }
-}
-
-fn napper(id: &str, log: &Log, delay: Duration) -> Napper {
-    Napper {
-        id: id.to_owned(),
-        log: log.clone(),
-        delay,
-    }
-}
-
-fn napping(id: &str, log: &Log, delay: Duration) -> ExtensionDefinition {
-    let napper = napper(id, log, delay);
-    ExtensionDefinition::new(id, move || Ok(napper.clone()))
+/// An extension whose `activate` waits `delay` on the runtime's clock and
+/// logs `{id}:activated`.
+fn napping(id: &str, log: &Log, delay: Duration) -> Script {
+    Script::new(id, log).ending(Ending::SucceedAfter(delay))
 }
 
 /// One activation, one deadline: the factory's time and `activate`'s add
@@ -167,14 +142,14 @@ async fn one_activation_deadline_spans_the_factory_and_activate() {
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let started_tx = std::sync::Mutex::new(Some(started_tx));
     let release_rx = std::sync::Mutex::new(release_rx);
-    let napping = napper("slow", &log, deadline * 6 / 10);
+    let napping = napping("slow", &log, deadline * 6 / 10);
     host.discover([ExtensionDefinition::new("slow", move || {
         if let Some(tx) = started_tx.lock().unwrap().take() {
             let _ = tx.send(());
         }
         // Holds its thread until the test has moved the clock on.
         let _ = release_rx.lock().unwrap().recv();
-        Ok(napping.clone())
+        Ok(Scripted(napping.clone()))
     })])
     .unwrap();
     let activation = tokio::spawn({
@@ -200,8 +175,10 @@ async fn each_activation_in_a_dependency_chain_has_its_own_deadline() {
     let log = Log::default();
     let (_d, host) = host_with(|o| o.with_activation_deadline(deadline));
     host.discover([
-        napping("base", &log, deadline * 6 / 10),
-        napping("top", &log, deadline * 6 / 10).depends_on(["base"]),
+        napping("base", &log, deadline * 6 / 10).definition(),
+        napping("top", &log, deadline * 6 / 10)
+            .definition()
+            .depends_on(["base"]),
     ])
     .unwrap();
     soon(host.activate("top")).await.unwrap();

@@ -87,26 +87,46 @@ impl Deadlines {
         step: DeadlineStep<'_>,
         overrides: Option<&DeadlineOverrides>,
     ) -> Option<Duration> {
-        let inherit = DeadlineOverrides::default();
-        let o = overrides.unwrap_or(&inherit);
-        match step {
-            DeadlineStep::Activation(_) => o.activation.or(self.activation),
-            DeadlineStep::Cleanup(_) | DeadlineStep::CallsWait(_) => o.cleanup.or(self.cleanup),
-            DeadlineStep::Hooks => self.hook,
-            DeadlineStep::Call(_) => o.call.or(self.call),
-        }
+        let bound = match step {
+            DeadlineStep::Activation(_) => Bound::Activation,
+            DeadlineStep::Cleanup(_) | DeadlineStep::CallsWait(_) => Bound::Cleanup,
+            DeadlineStep::Hooks => Bound::Hook,
+            DeadlineStep::Call(_) => Bound::Call,
+        };
+        self.bound(bound, overrides)
     }
 
     /// The deadlines that apply to an extension with these overrides, each
     /// as [`Deadlines::for_step`] gives it.
     pub fn with_overrides(self, overrides: Option<&DeadlineOverrides>) -> Deadlines {
         Deadlines {
-            activation: self.for_step(DeadlineStep::Activation(""), overrides),
-            cleanup: self.for_step(DeadlineStep::Cleanup(""), overrides),
-            hook: self.for_step(DeadlineStep::Hooks, overrides),
-            call: self.for_step(DeadlineStep::Call(None), overrides),
+            activation: self.bound(Bound::Activation, overrides),
+            cleanup: self.bound(Bound::Cleanup, overrides),
+            hook: self.bound(Bound::Hook, overrides),
+            call: self.bound(Bound::Call, overrides),
         }
     }
+
+    /// One of the four deadlines, the extension's override applied.
+    fn bound(&self, bound: Bound, overrides: Option<&DeadlineOverrides>) -> Option<Duration> {
+        let inherit = DeadlineOverrides::default();
+        let o = overrides.unwrap_or(&inherit);
+        match bound {
+            Bound::Activation => o.activation.or(self.activation),
+            Bound::Cleanup => o.cleanup.or(self.cleanup),
+            Bound::Hook => self.hook,
+            Bound::Call => o.call.or(self.call),
+        }
+    }
+}
+
+/// Which of a host's four deadlines bounds a step.
+#[derive(Clone, Copy)]
+enum Bound {
+    Activation,
+    Cleanup,
+    Hook,
+    Call,
 }
 
 /// A step whose deadline the core is asked for

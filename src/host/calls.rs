@@ -23,7 +23,7 @@ use super::call_options::{CALL, CallOptions, CallScope, CallSignals};
 use super::code::Tool;
 use super::contain::contain;
 use super::error::HostError;
-use super::shell::{CallHandle, Inner};
+use super::shell::Inner;
 use super::trace::CodeRun;
 use crate::core::{CallId, CallRefused, CallVerdict, Failure, Placement};
 
@@ -45,14 +45,15 @@ pub fn current_call_cancellation() -> Option<CancellationToken> {
 /// wakes it.
 fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
     let mut shell = inner.lock();
-    let Some(handle) = shell.calls.remove(&call) else {
+    let Some(signals) = shell.calls.remove(&call) else {
         return CallVerdict::Discarded;
     };
     let verdict = shell.call_finished(call, deadline_passed);
     drop(shell);
-    // The call's signals and abort handle hold no extension data: they
-    // are dropped here, after the lock, with no trip through the graveyard.
-    drop(handle);
+    // The call's signals (with its task's abort handle) hold no extension
+    // data: they are dropped here, after the lock, with no trip through
+    // the graveyard.
+    drop(signals);
     verdict
 }
 
@@ -130,12 +131,7 @@ pub(crate) async fn call(
             caller_cancel.is_some(),
         );
         let signals = Arc::new(CallSignals::default());
-        shell.calls.insert(
-            admitted.call,
-            CallHandle {
-                signals: signals.clone(),
-            },
-        );
+        shell.calls.insert(admitted.call, signals.clone());
         // Only the tool itself: its descriptor stays in the table.
         let tool = shell.tools.get(&admitted.tool).map(|h| h.tool.clone());
         (admitted.call, tool, signals, placement)

@@ -61,14 +61,6 @@ impl Hasher for HandleHasher {
 
 pub(crate) use super::deadlines::Deadlines;
 
-/// What the shell keeps of one tool call in flight.
-pub(crate) struct CallHandle {
-    /// Its cancellation (fired when its extension's cleanup waits for
-    /// it) and its abandonment (its caller answers at once, its task, if
-    /// it has one, is aborted).
-    pub signals: Arc<CallSignals>,
-}
-
 /// An outcome on its way to its caller.
 pub(crate) enum Delivery {
     /// An operation's outcome, to its waiting caller.
@@ -114,8 +106,10 @@ pub(crate) struct Shell {
     pub settlers: HashMap<OpId, oneshot::Sender<OpOutcome>>,
     /// The outcome of shutdown, for every `dispose` caller.
     pub disposed: watch::Sender<Option<Result<(), HostError>>>,
-    /// Tool calls in flight.
-    pub calls: HashMap<CallId, CallHandle, BuildHasherDefault<HandleHasher>>,
+    /// Tool calls in flight, each by its signals: its cancellation (fired
+    /// when its extension's cleanup waits for it) and its abandonment (its
+    /// caller answers at once, its task, if it has one, is aborted).
+    pub calls: HashMap<CallId, Arc<CallSignals>, BuildHasherDefault<HandleHasher>>,
     /// The commands that run extension code, in the order the core gave
     /// them, for the running operation's driver (only one operation runs
     /// at a time, so they are all its).
@@ -315,15 +309,15 @@ impl Shell {
                 // The driver asks the core what it awaits (the calls), and
                 // waits for them to end, woken by each.
                 for call in calls {
-                    if let Some(handle) = self.calls.get(&call) {
-                        handle.signals.cancel();
+                    if let Some(signals) = self.calls.get(&call) {
+                        signals.cancel();
                     }
                 }
             }
             Effect::AbandonCalls { calls } => {
                 for call in calls {
-                    if let Some(handle) = self.calls.remove(&call) {
-                        handle.signals.abandon();
+                    if let Some(signals) = self.calls.remove(&call) {
+                        signals.abandon();
                     }
                 }
             }

@@ -48,6 +48,9 @@ pub enum Ending {
     AwaitCancel,
     /// Never settles on its own.
     Hang,
+    /// Waits this long on the runtime's clock, logs `{id}:activated`, then
+    /// returns `Ok`.
+    SucceedAfter(std::time::Duration),
 }
 
 /// What a scripted extension does.
@@ -249,6 +252,11 @@ impl Extension for Scripted {
                     Ok(())
                 }
                 Ending::Hang => std::future::pending().await,
+                Ending::SucceedAfter(delay) => {
+                    tokio::time::sleep(*delay).await;
+                    s.log.push(format!("{id}:activated"));
+                    Ok(())
+                }
             }
         })
     }
