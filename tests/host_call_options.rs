@@ -318,3 +318,78 @@ async fn a_tool_sees_its_callers_cancellation_only_when_the_caller_gave_one() {
     })
     .await;
 }
+
+/// Logs its entry when dropped.
+struct DropLog(Log, &'static str);
+
+impl Drop for DropLog {
+    fn drop(&mut self) {
+        self.0.push(self.1);
+    }
+}
+
+/// A call that goes on after its caller's cancellation holds nothing of
+/// the host: when the last handle goes without `dispose`, the host is
+/// freed (its extension's data with it) and the call's task is aborted,
+/// its tool's future dropped, instead of running on for ever and keeping
+/// every extension's data alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_dropped_without_dispose_aborts_the_calls_their_callers_left() {
+    let log = Log::default();
+    let (_d, host) = host();
+    let tool_log = log.clone();
+    let instance_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("stuck", move |cx| {
+        let (tool_log, instance_log) = (tool_log.clone(), instance_log.clone());
+        async move {
+            let data = DropLog(instance_log.clone(), "data:dropped");
+            cx.register_tool(descriptor("stuck"), move |_input| {
+                let log = tool_log.clone();
+                async move {
+                    let _dropped = DropLog(log.clone(), "tool:dropped");
+                    log.push("tool:started");
+                    std::future::pending::<()>().await;
+                    Ok(json!(null))
+                }
+            })?;
+            // Extension data the host keeps until it is freed.
+            cx.on_event(move |_| {
+                let _held = &data;
+                async { Ok(()) }
+            })?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    within(host.activate("stuck")).await.unwrap();
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let (host, cancel) = (host.clone(), cancel.clone());
+        async move {
+            host.call_tool_with(
+                "stuck",
+                json!({}),
+                CallOptions::new().with_cancellation(cancel),
+            )
+            .await
+        }
+    });
+    within(async {
+        while log.count("tool:started") == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    cancel.cancel();
+    let answer = within(call).await.unwrap();
+    assert_eq!(answer.unwrap_err().code(), "TOOL_CALL_CANCELLED");
+    drop(host);
+    // The tool's future and the hook holding the extension's data: both
+    // dropped, with no `dispose`.
+    within(async {
+        while log.count("tool:dropped") + log.count("data:dropped") < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}

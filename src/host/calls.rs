@@ -208,14 +208,20 @@ async fn call_in_task(
     let caller_cancel = scope.caller.clone();
     let signals = scope.signals.clone();
     let started = Instant::now();
-    let task_inner = inner.clone();
+    // The task holds the host weakly: a host whose last handle goes
+    // without `dispose` while the call runs on (its caller left) is freed,
+    // and its drop aborts this task.
+    let task_inner = Arc::downgrade(inner);
     // The task's own output is the report: it ends right after the core
     // answered, with no await in between, so an abort that comes later
     // finds the report already there.
     let mut task = tokio::spawn(CALL.scope(scope, async move {
         let result = contain(move || tool.call(input)).await;
         let late = deadline.is_some_and(|d| started.elapsed() >= d);
-        let verdict = finish(&task_inner, call, late);
+        let verdict = match task_inner.upgrade() {
+            Some(inner) => finish(&inner, call, late),
+            None => CallVerdict::Discarded,
+        };
         (result, verdict)
     }));
     let abort = task.abort_handle();

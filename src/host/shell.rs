@@ -544,8 +544,9 @@ impl Inner {
 
 impl Drop for Inner {
     /// The last handle went away without `dispose`: nothing can run the
-    /// extensions' cleanup any more (it is async). Say so, naming them, and
-    /// drop their data inside containment.
+    /// extensions' cleanup any more (it is async). Say so, naming them,
+    /// abort the tool calls still running, and drop their data inside
+    /// containment.
     fn drop(&mut self) {
         let shell = self.shell.get_mut().unwrap_or_else(|p| p.into_inner());
         let active = shell.active();
@@ -555,6 +556,12 @@ impl Drop for Inner {
                 "an ExtensionHost was dropped without dispose(): the cleanup of these active \
                  extensions never ran"
             );
+        }
+        // Calls still in flight (their callers left, H-11): nothing waits
+        // for them any more. Each is abandoned, which aborts its task, so
+        // a tool that never returns does not run on after its host.
+        for (_, signals) in shell.calls.drain() {
+            signals.abandon();
         }
         let tables: Box<dyn Any + Send> = Box::new((
             std::mem::take(&mut shell.instances),
