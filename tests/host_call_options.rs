@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use exthost::CancellationToken;
 use exthost::host::{
-    CallOptions, ExtensionDefinition, HostError, Progress, ToolDescriptor,
+    CallOptions, ExtensionDefinition, ExtensionHost, HostError, Progress, ToolDescriptor,
     current_call_cancellation, report_progress,
 };
 use serde_json::json;
@@ -52,6 +52,24 @@ fn held(log: &Log, release: &Arc<Notify>) -> ExtensionDefinition {
     })
 }
 
+/// Calls tool `name` in a task of the test's, with the caller's
+/// cancellation `cancel`.
+fn spawn_call(
+    host: &ExtensionHost,
+    name: &'static str,
+    cancel: &CancellationToken,
+) -> tokio::task::JoinHandle<Result<serde_json::Value, HostError>> {
+    let (host, cancel) = (host.clone(), cancel.clone());
+    tokio::spawn(async move {
+        host.call_tool_with(
+            name,
+            json!({}),
+            CallOptions::new().with_cancellation(cancel),
+        )
+        .await
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_drains_it() {
     let log = Log::default();
@@ -60,17 +78,7 @@ async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_dr
     host.discover([held(&log, &release)]).unwrap();
     within(host.activate("held")).await.unwrap();
     let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let (host, cancel) = (host.clone(), cancel.clone());
-        async move {
-            host.call_tool_with(
-                "held",
-                json!({}),
-                CallOptions::new().with_cancellation(cancel),
-            )
-            .await
-        }
-    });
+    let call = spawn_call(&host, "held", &cancel);
     while log.count("tool:started") == 0 {
         tokio::task::yield_now().await;
     }
@@ -363,17 +371,7 @@ async fn a_host_dropped_without_dispose_aborts_the_calls_their_callers_left() {
     .unwrap();
     within(host.activate("stuck")).await.unwrap();
     let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let (host, cancel) = (host.clone(), cancel.clone());
-        async move {
-            host.call_tool_with(
-                "stuck",
-                json!({}),
-                CallOptions::new().with_cancellation(cancel),
-            )
-            .await
-        }
-    });
+    let call = spawn_call(&host, "stuck", &cancel);
     within(async {
         while log.count("tool:started") == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
