@@ -429,13 +429,9 @@ fn emit_to_hooks(c: &mut Criterion) {
             if flavour == "multi_thread_2" {
                 group.bench_function(format!("{deadline}_from_a_worker/{flavour}"), |b| {
                     b.iter_custom(|iters| {
-                        let host = host.clone();
-                        in_a_worker(&rt, iters, move || {
-                            let host = host.clone();
-                            async move {
-                                let event = Event::new("bench", json!({"n": 1}));
-                                black_box(host.emit(event).await.unwrap());
-                            }
+                        in_a_worker(&rt, iters, host.clone(), |host| async move {
+                            let event = Event::new("bench", json!({"n": 1}));
+                            black_box(host.emit(event).await.unwrap());
                         })
                     })
                 });
@@ -448,10 +444,8 @@ fn emit_to_hooks(c: &mut Criterion) {
         if flavour == "multi_thread_2" {
             group.bench_function(format!("direct_loop_from_a_worker/{flavour}"), |b| {
                 b.iter_custom(|iters| {
-                    let direct = direct.clone();
-                    in_a_worker(&rt, iters, move || {
-                        let direct = direct.clone();
-                        async move { direct_loop(&direct).await }
+                    in_a_worker(&rt, iters, direct.clone(), |direct| async move {
+                        direct_loop(&direct).await
                     })
                 })
             });
@@ -468,21 +462,24 @@ async fn direct_loop(direct: &[Hook]) {
     }
 }
 
-/// The time of `iters` runs of `run`'s futures, awaited one after another
-/// in a task on the runtime's workers (where an agent's own tasks run),
-/// rather than in `block_on`'s thread, which is not one of them.
-fn in_a_worker<F>(
+/// The time of `iters` runs of `run` (each given its own clone of
+/// `with`), awaited one after another in a task on the runtime's workers
+/// (where an agent's own tasks run), rather than in `block_on`'s thread,
+/// which is not one of them.
+fn in_a_worker<S, F>(
     rt: &tokio::runtime::Runtime,
     iters: u64,
-    run: impl Fn() -> F + Send + 'static,
+    with: S,
+    run: impl Fn(S) -> F + Send + 'static,
 ) -> Duration
 where
+    S: Clone + Send + 'static,
     F: std::future::Future<Output = ()> + Send,
 {
     rt.block_on(rt.spawn(async move {
         let start = Instant::now();
         for _ in 0..iters {
-            run().await;
+            run(with.clone()).await;
         }
         start.elapsed()
     }))

@@ -253,16 +253,21 @@ mod tests {
         tokio::spawn(std::future::pending())
     }
 
+    /// How `task` ended, waited for at most a minute.
+    async fn ending(task: tokio::task::JoinHandle<()>) -> tokio::task::JoinError {
+        tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("the abort ends the task")
+            .expect_err("the task only ends by its abort")
+    }
+
     #[tokio::test]
     async fn abandoning_a_call_aborts_the_task_attached_to_it() {
         let signals = CallSignals::default();
         let task = pending_task();
         signals.attach(task.abort_handle());
         signals.abandon();
-        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), task)
-            .await
-            .expect("the abort ends the task");
-        assert!(joined.unwrap_err().is_cancelled());
+        assert!(ending(task).await.is_cancelled());
     }
 
     #[tokio::test]
@@ -271,10 +276,7 @@ mod tests {
         signals.abandon();
         let task = pending_task();
         signals.attach(task.abort_handle());
-        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), task)
-            .await
-            .expect("the abort ends the task");
-        assert!(joined.unwrap_err().is_cancelled());
+        assert!(ending(task).await.is_cancelled());
         assert!(signals.state().task.is_none(), "nothing is kept");
     }
 }

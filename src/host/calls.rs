@@ -61,17 +61,16 @@ fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
 struct FinishOnDrop<'a> {
     inner: &'a Inner,
     call: CallId,
-    /// The call's task, when it has one.
-    task: Option<tokio::task::AbortHandle>,
+    /// The call's signals: abandoning them aborts its task, when it has
+    /// one.
+    signals: &'a CallSignals,
     armed: bool,
 }
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            if let Some(task) = &self.task {
-                task.abort();
-            }
+            self.signals.abandon();
             finish(self.inner, self.call, false);
         }
     }
@@ -150,7 +149,7 @@ pub(crate) async fn call(
             let mut guard = FinishOnDrop {
                 inner,
                 call,
-                task: None,
+                signals: &signals,
                 armed: true,
             };
             let scope = CallScope {
@@ -231,7 +230,7 @@ async fn call_in_task(
     let mut guard = FinishOnDrop {
         inner,
         call,
-        task: Some(abort.clone()),
+        signals: &signals,
         armed: true,
     };
     let sleep = async {
