@@ -391,3 +391,49 @@ async fn a_host_dropped_without_dispose_aborts_the_calls_their_callers_left() {
     })
     .await;
 }
+
+/// A caller that drops its call under a deadline (its task is aborted)
+/// takes the call's task with it: the tool's future is dropped, and the
+/// call is no longer in flight, so shutdown does not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_drops_a_call_in_a_task_of_its_own_aborts_that_task() {
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_call_deadline(Duration::from_secs(600)));
+    let tool_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("stuck", move |cx| {
+        let tool_log = tool_log.clone();
+        async move {
+            cx.register_tool(descriptor("stuck"), move |_input| {
+                let log = tool_log.clone();
+                async move {
+                    let _dropped = DropLog(log.clone(), "tool:dropped");
+                    log.push("tool:started");
+                    std::future::pending::<()>().await;
+                    Ok(json!(null))
+                }
+            })?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    within(host.activate("stuck")).await.unwrap();
+    let caller = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_tool("stuck", json!({})).await }
+    });
+    within(async {
+        while log.count("tool:started") == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    caller.abort();
+    assert!(within(caller).await.unwrap_err().is_cancelled());
+    within(async {
+        while log.count("tool:dropped") == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    within(host.dispose()).await.unwrap();
+}
