@@ -889,19 +889,38 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     assert_eq!(d(DeadlineStep::Hooks), host.hook);
 
     // Where code runs (issue 23) follows the deadline that applies: in the
-    // caller's task only when none does and the call cannot outlive its
-    // caller.
+    // caller's task when none does and the call cannot outlive its
+    // caller, or when one does and one thread runs every task (a task of
+    // its own would hold it no better); else in a task of its own.
+    for executor in [Executor::OneThread, Executor::Threads] {
+        assert_eq!(
+            core.call_placement(&host, Some("eager"), false, executor),
+            Placement::Inline
+        );
+        assert_eq!(
+            core.call_placement(&host, Some("eager"), true, executor),
+            Placement::Task(None)
+        );
+        assert_eq!(
+            core.call_placement(&host, Some("plain"), true, executor),
+            Placement::Task(host.call)
+        );
+    }
     assert_eq!(
-        core.call_placement(&host, Some("eager"), false),
-        Placement::Inline
-    );
-    assert_eq!(
-        core.call_placement(&host, Some("eager"), true),
-        Placement::Task(None)
-    );
-    assert_eq!(
-        core.call_placement(&host, Some("plain"), false),
+        core.call_placement(&host, Some("plain"), false, Executor::Threads),
         Placement::Task(host.call)
+    );
+    assert_eq!(
+        core.call_placement(&host, Some("plain"), false, Executor::OneThread),
+        Placement::InlineBounded(host.call.unwrap())
+    );
+    assert_eq!(
+        core.hook_placement(&host, Executor::Threads),
+        Placement::Task(host.hook)
+    );
+    assert_eq!(
+        core.hook_placement(&host, Executor::OneThread),
+        Placement::InlineBounded(host.hook.unwrap())
     );
     assert_eq!(
         core.activation_placement(&host, "eager"),
@@ -910,10 +929,17 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     let none = Deadlines {
         activation: None,
         call: None,
+        hook: None,
         ..host
     };
     assert_eq!(core.activation_placement(&none, "plain"), Placement::Inline);
-    assert_eq!(core.call_placement(&none, None, false), Placement::Inline);
+    for executor in [Executor::OneThread, Executor::Threads] {
+        assert_eq!(
+            core.call_placement(&none, None, false, executor),
+            Placement::Inline
+        );
+        assert_eq!(core.hook_placement(&none, executor), Placement::Inline);
+    }
 
     // Once the extension left `discovered`, nothing triggers it again.
     let (op, cx) = start_activation(&mut core, "eager");

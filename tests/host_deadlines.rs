@@ -390,3 +390,174 @@ async fn hooks_past_the_deadline_time_out_on_one_thread() {
 async fn hooks_past_the_deadline_time_out_on_many_threads() {
     hooks_past_the_deadline_time_out_and_the_rest_run().await;
 }
+
+/// Logs when dropped, and panics there (hostile `Drop`).
+struct DropsLoudly(Log, &'static str);
+
+impl Drop for DropsLoudly {
+    fn drop(&mut self) {
+        self.0.push(format!("dropped:{}", self.1));
+        panic!("a tool's future panics in its Drop");
+    }
+}
+
+/// Calls under the host's call deadline (H-12), on both runtime flavours
+/// (on one thread the call runs in its caller's task, bounded there; on
+/// many, in a task of its own): a tool that returns in time answers; one
+/// that blocks its thread past the deadline and then returns `Ok` times
+/// out (its completion belongs to the deadline); one that never returns
+/// times out at the deadline, its future dropped (its panicking `Drop`
+/// contained); and no call is left in flight for shutdown to wait for.
+async fn calls_past_the_deadline_time_out() {
+    let deadline = Duration::from_millis(250);
+    let log = Log::default();
+    // The cleanup deadline is far away: a call left in flight would hold
+    // `dispose` past the test's bound.
+    let (_d, host) = host_with(|o| {
+        o.with_call_deadline(deadline)
+            .with_cleanup_deadline(Duration::from_secs(600))
+    });
+    let tool_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("tools", move |cx| {
+        let log = tool_log.clone();
+        async move {
+            let descriptor =
+                |name: &str| ToolDescriptor::new(name, "A test tool.", json!({"type": "object"}));
+            cx.register_tool(descriptor("quick"), |_input| async { Ok(json!("quick")) })?;
+            cx.register_tool(descriptor("blocks"), |_input| async {
+                std::thread::sleep(Duration::from_millis(500));
+                Ok(json!("too late"))
+            })?;
+            cx.register_tool(descriptor("never"), move |_input| {
+                let guard = DropsLoudly(log.clone(), "never");
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    Ok(json!("unreachable"))
+                }
+            })?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    soon(host.activate("tools")).await.unwrap();
+    let answer = soon(host.call_tool("quick", json!({}))).await.unwrap();
+    assert_eq!(answer, json!("quick"));
+    for name in ["blocks", "never"] {
+        let err = soon(host.call_tool(name, json!({}))).await.unwrap_err();
+        assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{name}: {err}");
+        assert!(err.to_string().contains("deadline"), "{name}: {err}");
+    }
+    // The timed-out future is dropped (at once in the caller's task; a
+    // task of its own is aborted, and the abort lands soon after).
+    soon(async {
+        while log.count("dropped:never") == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        soon(host.call_tool("quick", json!({}))).await.unwrap(),
+        json!("quick")
+    );
+    soon(host.dispose()).await.unwrap();
+    assert_eq!(log.count("dropped:never"), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn calls_past_the_deadline_time_out_on_one_thread() {
+    calls_past_the_deadline_time_out().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_past_the_deadline_time_out_on_many_threads() {
+    calls_past_the_deadline_time_out().await;
+}
+
+/// On many threads the deadline does not wait for code that blocks its
+/// thread: a call's caller, and an emit's, get the timeout while the tool
+/// or the hook still blocks (it runs in a task of its own, H-12). The code
+/// blocks until the test releases it, or at most a few seconds, so code
+/// placed in its caller's task would answer only after it returned, and
+/// the order of the log would say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_many_threads_the_deadline_does_not_wait_for_a_blocked_thread() {
+    let deadline = Duration::from_millis(100);
+    let log = Log::default();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let release_rx = std::sync::Arc::new(std::sync::Mutex::new(release_rx));
+    let (_d, host) = host_with(|o| o.with_call_deadline(deadline).with_hook_deadline(deadline));
+    let code_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("blocker", move |cx| {
+        let (log, release) = (code_log.clone(), release_rx.clone());
+        async move {
+            let block = move |what: &'static str| {
+                let (log, release) = (log.clone(), release.clone());
+                move || {
+                    let released = release
+                        .lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(3))
+                        .is_ok();
+                    log.push(format!("{what}:returned:released={released}"));
+                }
+            };
+            let tool = block("tool");
+            cx.register_tool(
+                ToolDescriptor::new("blocks", "A test tool.", json!({"type": "object"})),
+                move |_input| {
+                    let tool = tool.clone();
+                    async move {
+                        tool();
+                        Ok(json!("late"))
+                    }
+                },
+            )?;
+            let hook = block("hook");
+            cx.on_event(move |_event| {
+                let hook = hook.clone();
+                async move {
+                    hook();
+                    Ok(())
+                }
+            })?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    soon(host.activate("blocker")).await.unwrap();
+
+    let err = soon(host.call_tool("blocks", json!({}))).await.unwrap_err();
+    assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{err}");
+    log.push("call:timed-out");
+    release_tx.send(()).unwrap();
+
+    let report = soon(host.emit(Event::new("tick", json!({}))))
+        .await
+        .unwrap();
+    assert_eq!(report.diagnostics.len(), 1, "{:?}", report.diagnostics);
+    assert!(
+        report.diagnostics[0]
+            .message
+            .contains("did not settle within")
+    );
+    log.push("emit:timed-out");
+    release_tx.send(()).unwrap();
+
+    soon(async {
+        while log.count("hook:returned:released=true") == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        log.take(),
+        [
+            "call:timed-out",
+            "tool:returned:released=true",
+            "emit:timed-out",
+            "hook:returned:released=true"
+        ]
+    );
+    soon(host.dispose()).await.unwrap();
+}

@@ -64,7 +64,8 @@ pub use mutant::Mutant;
 pub use outbox::{Drained, Settled};
 pub use outcome::*;
 pub use policy::{
-    DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy, Placement,
+    DeadlineOverride, DeadlineOverrides, DeadlineStep, Deadlines, DefinitionPolicy, Executor,
+    Placement,
 };
 pub use protocol::*;
 pub use registry::{

@@ -161,18 +161,41 @@ impl<'a> DeadlineStep<'a> {
 /// Where a step of extension code runs (issue 23): in the task of whoever
 /// waits for it, or in a task of its own. The core decides it
 /// ([`HostCore::call_placement`](crate::HostCore::call_placement),
+/// [`HostCore::hook_placement`](crate::HostCore::hook_placement),
 /// [`HostCore::activation_placement`](crate::HostCore::activation_placement)):
 /// a task of its own is needed only to hold a deadline against code that
-/// blocks its thread or never returns, or to let the code run on after its
-/// caller stopped waiting.
+/// blocks its thread or never returns, where another thread can run the
+/// wait meanwhile, or to let the code run on after its caller stopped
+/// waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Placement {
     /// In the waiting task: no deadline applies and nothing outlives the
     /// caller. Code that blocks its thread blocks its caller.
     Inline,
+    /// In the waiting task, bounded by this deadline: the executor runs
+    /// every task on one thread ([`Executor::OneThread`]), so code that
+    /// blocks its thread would stop a task of its own's watcher as well.
+    /// The wait's timer ends code that is still pending at the deadline,
+    /// and code that returns after it (having blocked the thread) counts
+    /// as timed out, as it would from a task of its own.
+    InlineBounded(Duration),
     /// In a task of its own, bounded by this deadline (`None`: none, but
     /// the code must outlive its caller's wait).
     Task(Option<Duration>),
+}
+
+/// What the executor of the waiting task can do while extension code
+/// blocks its thread (issue 23): the input that says whether a task of
+/// its own would hold a deadline better than the waiting task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Executor {
+    /// Every task runs on the waiting task's thread (a current-thread
+    /// runtime): code that blocks it blocks every task, in a task of its
+    /// own or not.
+    OneThread,
+    /// Tasks run on several threads: while code blocks one, the waiting
+    /// task's timer can fire on another.
+    Threads,
 }
 
 #[cfg(test)]

@@ -3,18 +3,19 @@
 //! INV-12).
 //!
 //! Architecture invariant: whether a call may start, where it runs
-//! ([`Placement`]: in the caller's task unless a call deadline applies or
-//! the call must go on after its caller stops waiting), and what its
-//! caller gets when it ends (the tool's result, a timeout, or nothing
-//! because its extension's cleanup abandoned it) are the core's answers to
-//! `call_start`, `call_placement` and `call_finished`. The shell only runs
-//! the tool, keeps its signals, and reports.
+//! ([`Placement`]: in the caller's task unless a call deadline applies on
+//! an executor with several threads or the call must go on after its
+//! caller stops waiting; bounded there when a deadline applies), and what
+//! its caller gets when it ends (the tool's result, a timeout, or nothing
+//! because its extension's cleanup abandoned it) are the core's answers
+//! to `call_start`, `call_placement` and `call_finished`. The shell only
+//! runs the tool, keeps its signals, and reports.
 
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::call_options::{CALL, CallOptions, CallScope, CallSignals};
 use super::code::Tool;
 use super::contain::contain;
+use super::deadlines::current_executor;
 use super::error::HostError;
 use super::shell::Inner;
 use super::trace::CodeRun;
@@ -105,6 +107,7 @@ pub(crate) async fn call(
             name: name.to_owned(),
         });
     }
+    let executor = current_executor();
     let (call, tool, signals, placement) = {
         let mut shell = inner.lock();
         let admitted = match shell.call_start(name) {
@@ -128,6 +131,7 @@ pub(crate) async fn call(
             &inner.deadlines,
             admitted.owner.extension_id(),
             caller_cancel.is_some(),
+            executor,
         );
         let signals = Arc::new(CallSignals::default());
         shell.calls.insert(admitted.call, signals.clone());
@@ -144,52 +148,96 @@ pub(crate) async fn call(
     if let Some(recorder) = &inner.recorder {
         recorder.ran(CodeRun::Tool(call));
     }
-    let deadline = match placement {
-        Placement::Inline => {
-            let mut guard = FinishOnDrop {
+    let bound = match placement {
+        Placement::Inline => None,
+        Placement::InlineBounded(deadline) => Some(deadline),
+        // The task path is boxed: the inline path's future, the common
+        // one, stays small (no copy of the task path's state on every
+        // move).
+        Placement::Task(deadline) => {
+            return Box::pin(call_in_task(
                 inner,
+                name,
                 call,
-                signals: &signals,
-                armed: true,
-            };
-            let scope = CallScope {
-                signals: signals.clone(),
-                progress,
-                caller: None,
-            };
-            let run = CALL.scope(scope, contain(move || tool.call(input)));
-            let mut run = std::pin::pin!(run);
-            // The tool runs here, in the caller's task; shutdown's
-            // `AbandonCalls` ends the wait (and drops the tool's future,
-            // inside containment). A caller that drops this future drops
-            // the tool's too, and the guard reports the call ended.
-            let result = std::future::poll_fn(|cx| match run.as_mut().poll(cx) {
-                Poll::Ready(result) => Poll::Ready(Some(result)),
-                Poll::Pending => signals.poll_abandoned(cx).map(|()| None),
-            })
+                tool,
+                input,
+                CallScope {
+                    signals,
+                    progress,
+                    caller: caller_cancel,
+                },
+                deadline,
+            ))
             .await;
-            guard.armed = false;
-            let outcome = result.map(|result| (result, finish(inner, call, false)));
-            return answer(name, None, outcome);
         }
-        Placement::Task(deadline) => deadline,
     };
-    // The task path is boxed: the inline path's future, the common one,
-    // stays small (no copy of the task path's state on every move).
-    Box::pin(call_in_task(
+    let mut guard = FinishOnDrop {
         inner,
-        name,
         call,
-        tool,
-        input,
-        CallScope {
-            signals,
-            progress,
-            caller: caller_cancel,
-        },
-        deadline,
-    ))
-    .await
+        signals: &signals,
+        armed: true,
+    };
+    let scope = CallScope {
+        signals: signals.clone(),
+        progress,
+        caller: None,
+    };
+    let started = bound.map(|_| Instant::now());
+    let run = CALL.scope(scope, contain(move || tool.call(input)));
+    let mut run = std::pin::pin!(run);
+    // Set when a bounded tool is first pending: a tool that returns at its
+    // first poll registers no timer.
+    let mut timer: Option<std::pin::Pin<Box<Sleep>>> = None;
+    // The tool runs here, in the caller's task; shutdown's `AbandonCalls`
+    // ends the wait (and drops the tool's future, inside containment), and
+    // so does the deadline when one applies (the core placed the call here
+    // because a task of its own would hold it no better: one thread runs
+    // every task). A caller that drops this future drops the tool's too,
+    // and the guard reports the call ended.
+    let ended = std::future::poll_fn(|cx| {
+        if let Poll::Ready(result) = run.as_mut().poll(cx) {
+            return Poll::Ready(Ended::Returned(result));
+        }
+        if let (Some(d), Some(started)) = (bound, started) {
+            let timer =
+                timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + d)));
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Ended::DeadlinePassed);
+            }
+        }
+        signals.poll_abandoned(cx).map(|()| Ended::Abandoned)
+    })
+    .await;
+    guard.armed = false;
+    let outcome = match ended {
+        Ended::Returned(result) => {
+            // A tool that blocked the thread past its deadline and then
+            // returned is late, as from a task of its own.
+            let late = bound
+                .zip(started)
+                .is_some_and(|(d, started)| started.elapsed() >= d);
+            Some((result, finish(inner, call, late)))
+        }
+        Ended::DeadlinePassed => {
+            return Err(match finish(inner, call, true) {
+                CallVerdict::TimedOut | CallVerdict::Delivered => timed_out(name, bound),
+                // Its extension's cleanup abandoned it first.
+                CallVerdict::Discarded => timed_out(name, None),
+            });
+        }
+        Ended::Abandoned => None,
+    };
+    answer(name, bound, outcome)
+}
+
+/// How a call in its caller's task ended.
+enum Ended {
+    /// The tool returned (or panicked).
+    Returned(Result<Value, Failure>),
+    /// Its deadline passed while the tool was pending.
+    DeadlinePassed,
+    /// Its extension's cleanup abandoned it.
+    Abandoned,
 }
 
 /// A call in a task of its own: bounded by its deadline, and able to go on

@@ -14,7 +14,9 @@
 //! - A piece of extension code under a deadline runs in a task of its own
 //!   (the factory on the blocking pool), so the driver can hold the
 //!   deadline against code that blocks its thread or never returns; code
-//!   with no deadline runs in the driver (the core's placement). What the
+//!   with no deadline runs in the driver, and so do hooks under a deadline
+//!   where one thread runs every task, bounded there (the core's
+//!   placement). What the
 //!   driver feeds the core when a deadline passes or a completion arrives
 //!   late is decided by the core (`DeadlinePassed`, then the completion).
 //! - A driver that ends without settling its operation (its task aborted,
@@ -38,7 +40,8 @@ use tokio_util::sync::CancellationToken;
 use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
-use super::hook_watch::{BatchProgress, BatchReporter, MAX_BATCH};
+use super::deadlines::current_executor;
+use super::hook_watch::{BatchProgress, BatchReporter, HookClock, MAX_BATCH, StillPending};
 use super::shell::Inner;
 use super::trace::uncaused;
 use crate::core::{
@@ -353,6 +356,10 @@ impl Driver {
         self.activation_inline = placement == Placement::Inline;
         let deadline = match placement {
             Placement::Inline => None,
+            // (The core bounds an activation in a task of its own whenever
+            // a deadline applies: the factory blocks a thread of the
+            // blocking pool, not the runtime's.)
+            Placement::InlineBounded(deadline) => Some(deadline),
             Placement::Task(deadline) => deadline,
         };
         self.activation_deadline.start(deadline);
@@ -484,8 +491,9 @@ impl Driver {
     /// one after another whatever each did (H-10), and feeds their results
     /// in one input. Where they run is the core's answer
     /// ([`HostCore::hook_placement`](crate::core::HostCore::hook_placement)):
-    /// with no hook deadline, here in the driver's task, with no task,
-    /// timer or allocation per hook; with one, in a task of their own
+    /// here in the driver's task, with no task, timer or allocation per
+    /// hook, when no hook deadline applies or when one thread runs every
+    /// task (each hook then bounded here); else in a task of their own
     /// under a watchdog (a hook that blocks its thread past the deadline
     /// is abandoned and the remaining hooks run in a fresh task).
     async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) {
@@ -493,14 +501,19 @@ impl Driver {
         let Some(event) = self.event.clone() else {
             return self.feed([Input::StepLost { op }]);
         };
+        let executor = current_executor();
         let (handlers, placement) = {
             let mut shell = self.inner.lock();
-            let placement = shell.core.hook_placement(&self.inner.deadlines);
+            let placement = shell.core.hook_placement(&self.inner.deadlines, executor);
             (shell.hook_handlers(&hooks), placement)
         };
         let results = match placement {
             Placement::Task(Some(deadline)) => {
                 self.run_hooks_watched(hooks, handlers, start, event, deadline)
+                    .await
+            }
+            Placement::InlineBounded(deadline) => {
+                self.run_hooks_bounded(&hooks, &handlers, start, &event, deadline)
                     .await
             }
             Placement::Inline | Placement::Task(None) => {
@@ -524,6 +537,40 @@ impl Driver {
             record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
             let result = run_hook(handlers.get(i), event).await;
             self.hooks_done.push(result);
+        }
+        std::mem::take(&mut self.hooks_done)
+    }
+
+    /// The hooks from `start` on, in this task, each bounded by `deadline`
+    /// (the core's placement where one thread runs every task, so that a
+    /// task of their own would hold it no better): one coarse clock
+    /// reading per hook judges a hook that returned (one that blocked the
+    /// thread past the deadline is late, as the batch judges it), and a
+    /// timer set when a hook is first pending ends one still pending at the
+    /// deadline. A result is kept as soon as its hook returns, so a driver
+    /// dropped midway feeds what finished.
+    async fn run_hooks_bounded(
+        &mut self,
+        hooks: &VectorSync<LiveHook>,
+        handlers: &[Option<HookFn>],
+        start: usize,
+        event: &Arc<Event>,
+        deadline: Duration,
+    ) -> HookResults {
+        self.hooks_done = HookResults::new();
+        let late = |d| timed_out("the hook", d);
+        let mut clock = HookClock::start(deadline);
+        for i in start..hooks.len() {
+            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
+            let mut run = run_hook(handlers.get(i), event);
+            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
+            let result = match first {
+                Poll::Ready(result) => result,
+                Poll::Pending => StillPending::new(run, deadline)
+                    .await
+                    .unwrap_or_else(|| Err(late(deadline))),
+            };
+            self.hooks_done.push(clock.judge(result, late));
         }
         std::mem::take(&mut self.hooks_done)
     }

@@ -18,9 +18,14 @@
 //!   time the readings allow, and the watchdog never fires before a hook's
 //!   true start plus the deadline.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use tokio::time::Sleep;
 
 use crate::core::{Failure, HookResults};
 
@@ -190,12 +195,11 @@ impl BatchProgress {
     }
 }
 
-/// The batch's side of its progress: it reads the clock once per hook,
-/// judges each completion against the deadline, and moves the word on.
-pub(crate) struct BatchReporter {
-    progress: Arc<BatchProgress>,
-    /// The word as this batch last wrote it.
-    word: u64,
+/// The judgement of each hook's completion against the deadline, from one
+/// coarse clock reading per hook: a hook's end is the next one's start.
+/// Used by a batch in a task of its own ([`BatchReporter`]) and by hooks
+/// run in the driver under a deadline (one thread runs every task).
+pub(crate) struct HookClock {
     /// When the running hook started (a coarse reading).
     started: u64,
     /// A hook is on time when less than this passed between the coarse
@@ -207,6 +211,111 @@ pub(crate) struct BatchReporter {
     deadline: Duration,
 }
 
+impl HookClock {
+    /// The first hook starts now.
+    pub(crate) fn start(deadline: Duration) -> Self {
+        Self::start_at(coarse_clock::now(), deadline)
+    }
+
+    fn start_at(started: u64, deadline: Duration) -> Self {
+        Self {
+            started,
+            on_time_within: u64::try_from(deadline.as_nanos())
+                .unwrap_or(u64::MAX)
+                .saturating_sub(coarse_clock::resolution()),
+            deadline,
+        }
+    }
+
+    /// The running hook ended now with `result`, and the next one starts:
+    /// the result, or the deadline's failure if it may have come late.
+    pub(crate) fn judge(
+        &mut self,
+        result: Result<(), Failure>,
+        timed_out: impl FnOnce(Duration) -> Failure,
+    ) -> Result<(), Failure> {
+        self.judge_at(coarse_clock::now(), result, timed_out)
+    }
+
+    /// [`HookClock::judge`] with the clock read at `now`.
+    fn judge_at(
+        &mut self,
+        now: u64,
+        result: Result<(), Failure>,
+        timed_out: impl FnOnce(Duration) -> Failure,
+    ) -> Result<(), Failure> {
+        let on_time = now.saturating_sub(self.started) < self.on_time_within;
+        self.started = now;
+        if on_time {
+            result
+        } else {
+            Err(timed_out(self.deadline))
+        }
+    }
+}
+
+/// The rest of a hook run in the driver under a deadline, once it was
+/// pending at its first poll: the hook, or `None` once the deadline passed
+/// while it was still pending. The timer is set at its first poll, a
+/// deadline from then, so never before the hook's true start plus the
+/// deadline (a hook that returns at its first poll registers none). The
+/// hook's future is dropped (inside its containment) as soon as the
+/// deadline passes.
+pub(crate) struct StillPending<F> {
+    hook: Option<F>,
+    deadline: Duration,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl<F> StillPending<F> {
+    /// `hook`, pending at its first poll (which registered its waker).
+    pub(crate) fn new(hook: F, deadline: Duration) -> Self {
+        Self {
+            hook: Some(hook),
+            deadline,
+            timer: None,
+        }
+    }
+}
+
+impl<F: Future<Output = Result<(), Failure>> + Unpin> Future for StillPending<F> {
+    type Output = Option<Result<(), Failure>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let Some(hook) = this.hook.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let timer = match this.timer.as_mut() {
+            Some(timer) => {
+                if let Poll::Ready(result) = Pin::new(hook).poll(cx) {
+                    this.hook = None;
+                    return Poll::Ready(Some(result));
+                }
+                timer
+            }
+            // The hook was just polled, pending: only the timer is new.
+            None => this
+                .timer
+                .insert(Box::pin(tokio::time::sleep(this.deadline))),
+        };
+        if timer.as_mut().poll(cx).is_ready() {
+            this.hook = None;
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+}
+
+/// The batch's side of its progress: it reads the clock once per hook,
+/// judges each completion against the deadline, and moves the word on.
+pub(crate) struct BatchReporter {
+    progress: Arc<BatchProgress>,
+    /// The word as this batch last wrote it.
+    word: u64,
+    clock: HookClock,
+}
+
 impl BatchReporter {
     /// The batch begins to run now: its first hook's deadline counts from
     /// here. `None` once the watchdog gave up on it.
@@ -216,11 +325,7 @@ impl BatchReporter {
         progress.advance(0, word).then(|| Self {
             progress,
             word,
-            started,
-            on_time_within: u64::try_from(deadline.as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_sub(coarse_clock::resolution()),
-            deadline,
+            clock: HookClock::start_at(started, deadline),
         })
     }
 
@@ -243,12 +348,7 @@ impl BatchReporter {
         result: Result<(), Failure>,
         timed_out: impl FnOnce(Duration) -> Failure,
     ) -> bool {
-        let result = if now.saturating_sub(self.started) < self.on_time_within {
-            result
-        } else {
-            Err(timed_out(self.deadline))
-        };
-        self.started = now;
+        let result = self.clock.judge_at(now, result, timed_out);
         let done = self.word & DONE_MASK;
         let next = (self.progress.units_since_base(now) << STARTED_SHIFT) | (done + 1);
         let moved = match result {
@@ -331,7 +431,7 @@ mod tests {
         assert!(batch.finish(Ok(()), late));
         // The next hook's time starts at the last one's end (read at once
         // here, so no scheduling delay can make it late).
-        let ended = batch.started;
+        let ended = batch.clock.started;
         assert!(batch.finish_at(ended, Ok(()), late));
         let results: Vec<_> = progress.take_results().into_results().collect();
         assert_eq!(results[0].as_ref().unwrap_err().message, "late after 20ms");
@@ -348,12 +448,12 @@ mod tests {
         let res = coarse_clock::resolution();
         let progress = Arc::new(BatchProgress::new());
         let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
-        let start = batch.started;
+        let start = batch.clock.started;
         // Readings one tick short of the deadline apart: the true times may
         // be a whole deadline apart, so the completion is the deadline's.
         assert!(batch.finish_at(start + d - res, Ok(()), late));
         // One nanosecond less than that: on time whatever the true times.
-        let next = batch.started;
+        let next = batch.clock.started;
         assert!(batch.finish_at(next + d - res - 1, Ok(()), late));
         let results: Vec<_> = progress.take_results().into_results().collect();
         assert_eq!(results[0].as_ref().unwrap_err().message, "late after 100ms");

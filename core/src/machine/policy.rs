@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::lifecycle::Status;
 use crate::mutant::Mutant;
 use crate::outcome::FailureCause;
-use crate::policy::{DeadlineStep, Deadlines, Placement};
+use crate::policy::{DeadlineStep, Deadlines, Executor, Placement};
 use crate::registry::{Binding, Owner};
 
 use super::state::{HostCore, Phase};
@@ -149,33 +149,36 @@ impl HostCore {
     }
 
     /// Where a call of a tool of `owner` (`None`: a base tool) runs, when
-    /// the host's deadlines are `host` (issue 23): in its caller's task
-    /// when no call deadline applies and the caller cannot walk away from
-    /// a call that goes on (`outlives_caller`: the caller passed a
-    /// cancellation signal, on which it returns at once while the tool
-    /// runs to its end and shutdown still drains it); otherwise in a task
-    /// of its own, bounded by the deadline. Changes nothing.
+    /// the host's deadlines are `host` and the caller's executor is
+    /// `executor` (issue 23): in a task of its own, bounded by the
+    /// deadline, when the caller can walk away from a call that goes on
+    /// (`outlives_caller`: the caller passed a cancellation signal, on
+    /// which it returns at once while the tool runs to its end and
+    /// shutdown still drains it), or when a deadline applies and another
+    /// thread can hold it while the tool blocks its own; otherwise in its
+    /// caller's task, bounded by the deadline if one applies. Changes
+    /// nothing.
     pub fn call_placement(
         &self,
         host: &Deadlines,
         owner: Option<&str>,
         outlives_caller: bool,
+        executor: Executor,
     ) -> Placement {
-        match self.deadline_for(host, DeadlineStep::Call(owner)) {
-            None if !outlives_caller => Placement::Inline,
-            deadline => Placement::Task(deadline),
+        let deadline = self.deadline_for(host, DeadlineStep::Call(owner));
+        if outlives_caller {
+            return Placement::Task(deadline);
         }
+        placement(deadline, executor)
     }
 
     /// Where the hooks of an emit run (issue 23): in the operation's driver
     /// when the host has no hook deadline (nothing would stop waiting for
-    /// a hook), else in tasks of their own under a watchdog. Changes
-    /// nothing.
-    pub fn hook_placement(&self, host: &Deadlines) -> Placement {
-        match self.deadline_for(host, DeadlineStep::Hooks) {
-            None => Placement::Inline,
-            deadline => Placement::Task(deadline),
-        }
+    /// a hook), or when the executor runs every task on one thread (each
+    /// hook bounded there); else in tasks of their own under a watchdog.
+    /// Changes nothing.
+    pub fn hook_placement(&self, host: &Deadlines, executor: Executor) -> Placement {
+        placement(self.deadline_for(host, DeadlineStep::Hooks), executor)
     }
 
     /// Where the factory and `activate` of `id` run (issue 23): in the
@@ -187,5 +190,17 @@ impl HostCore {
             None => Placement::Inline,
             deadline => Placement::Task(deadline),
         }
+    }
+}
+
+/// Where code bounded by `deadline` runs when nothing needs it to outlive
+/// its waiter (issue 23): in the waiting task when no deadline applies, or
+/// when a task of its own would hold it no better (one thread runs every
+/// task); else in a task of its own.
+fn placement(deadline: Option<Duration>, executor: Executor) -> Placement {
+    match (deadline, executor) {
+        (None, _) => Placement::Inline,
+        (Some(d), Executor::OneThread) => Placement::InlineBounded(d),
+        (Some(d), Executor::Threads) => Placement::Task(Some(d)),
     }
 }
