@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use exthost::HostError;
 use exthost::error::codes;
+use exthost::host::CallOptions;
 use exthost::manifest::parse_manifest;
 use exthost::prelude::*;
 use serde_json::json;
@@ -408,7 +409,10 @@ impl Drop for DropsLoudly {
 /// out (its completion belongs to the deadline); one that never returns
 /// times out at the deadline, its future dropped (its panicking `Drop`
 /// contained); and no call is left in flight for shutdown to wait for.
-async fn calls_past_the_deadline_time_out() {
+/// With `cancellable`, each caller passes a cancellation signal of its own
+/// (never fired), so every call runs in a task of its own, on one thread
+/// too.
+async fn calls_past_the_deadline_time_out(cancellable: bool) {
     let deadline = Duration::from_millis(250);
     let log = Log::default();
     // The cleanup deadline is far away: a call left in flight would hold
@@ -441,10 +445,19 @@ async fn calls_past_the_deadline_time_out() {
     })])
     .unwrap();
     soon(host.activate("tools")).await.unwrap();
-    let answer = soon(host.call_tool("quick", json!({}))).await.unwrap();
+    let token = CancellationToken::new();
+    let call = |name: &'static str| {
+        let options = if cancellable {
+            CallOptions::new().with_cancellation(token.clone())
+        } else {
+            CallOptions::new()
+        };
+        soon(host.call_tool_with(name, json!({}), options))
+    };
+    let answer = call("quick").await.unwrap();
     assert_eq!(answer, json!("quick"));
     for name in ["blocks", "never"] {
-        let err = soon(host.call_tool(name, json!({}))).await.unwrap_err();
+        let err = call(name).await.unwrap_err();
         assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{name}: {err}");
         assert!(err.to_string().contains("deadline"), "{name}: {err}");
     }
@@ -456,22 +469,30 @@ async fn calls_past_the_deadline_time_out() {
         }
     })
     .await;
-    assert_eq!(
-        soon(host.call_tool("quick", json!({}))).await.unwrap(),
-        json!("quick")
-    );
+    assert_eq!(call("quick").await.unwrap(), json!("quick"));
     soon(host.dispose()).await.unwrap();
     assert_eq!(log.count("dropped:never"), 1);
+    assert!(!token.is_cancelled());
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn calls_past_the_deadline_time_out_on_one_thread() {
-    calls_past_the_deadline_time_out().await;
+    calls_past_the_deadline_time_out(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_past_the_deadline_time_out_on_many_threads() {
-    calls_past_the_deadline_time_out().await;
+    calls_past_the_deadline_time_out(false).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cancellable_calls_past_the_deadline_time_out_on_one_thread() {
+    calls_past_the_deadline_time_out(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellable_calls_past_the_deadline_time_out_on_many_threads() {
+    calls_past_the_deadline_time_out(true).await;
 }
 
 /// On many threads the deadline does not wait for code that blocks its
