@@ -174,7 +174,8 @@ pub enum Placement {
     Inline,
     /// In the waiting task, bounded by this deadline: the executor runs
     /// every task on one thread ([`Executor::OneThread`]), so code that
-    /// blocks its thread would stop a task of its own's watcher as well.
+    /// blocks its thread would stop the watcher of a task of its own as
+    /// well.
     /// The wait's timer ends code that is still pending at the deadline,
     /// and code that returns after it (having blocked the thread) counts
     /// as timed out, as it would from a task of its own.

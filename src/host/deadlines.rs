@@ -15,10 +15,10 @@ pub(crate) use crate::core::{
 };
 
 /// The executor of the running task, as the core's placement asks for it
-/// (issue 23): one thread for a current-thread runtime, several otherwise
-/// (outside a runtime nothing runs beside the caller to hold a deadline
-/// either, but a task of its own cannot be spawned there: the host's
-/// other paths fail the same way as before).
+/// (issue 23): one thread for a current-thread runtime, several for any
+/// other. Outside a tokio runtime it answers several, so the host behaves
+/// there as it did before this input existed (code under a deadline needs
+/// a runtime either way, for its timer or its task).
 pub(crate) fn current_executor() -> Executor {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread => {
