@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use exthost::CancellationToken;
 use exthost::host::{
-    CallOptions, ExtensionDefinition, ExtensionHost, HostError, Progress, ToolDescriptor,
-    current_call_cancellation, report_progress,
+    BoxFuture, CallOptions, ExtensionDefinition, ExtensionError, ExtensionHost, HostError,
+    Progress, ToolDescriptor, current_call_cancellation, report_progress,
 };
 use serde_json::json;
 use support::*;
@@ -336,6 +336,26 @@ impl Drop for DropLog {
     }
 }
 
+/// Tool `stuck`: logs `tool:started`, never returns, and logs
+/// `tool:dropped` when its future is dropped.
+fn stuck_tool(
+    log: &Log,
+) -> impl Fn(serde_json::Value) -> BoxFuture<'static, Result<serde_json::Value, ExtensionError>>
++ Send
++ Sync
++ 'static {
+    let log = log.clone();
+    move |_input| {
+        let log = log.clone();
+        Box::pin(async move {
+            let _dropped = DropLog(log.clone(), "tool:dropped");
+            log.push("tool:started");
+            std::future::pending::<()>().await;
+            Ok(json!(null))
+        })
+    }
+}
+
 /// A call that goes on after its caller's cancellation holds nothing of
 /// the host: when the last handle goes without `dispose`, the host is
 /// freed (its extension's data with it) and the call's task is aborted,
@@ -351,15 +371,7 @@ async fn a_host_dropped_without_dispose_aborts_the_calls_their_callers_left() {
         let (tool_log, instance_log) = (tool_log.clone(), instance_log.clone());
         async move {
             let data = DropLog(instance_log.clone(), "data:dropped");
-            cx.register_tool(descriptor("stuck"), move |_input| {
-                let log = tool_log.clone();
-                async move {
-                    let _dropped = DropLog(log.clone(), "tool:dropped");
-                    log.push("tool:started");
-                    std::future::pending::<()>().await;
-                    Ok(json!(null))
-                }
-            })?;
+            cx.register_tool(descriptor("stuck"), stuck_tool(&tool_log))?;
             // Extension data the host keeps until it is freed.
             cx.on_event(move |_| {
                 let _held = &data;
@@ -372,24 +384,14 @@ async fn a_host_dropped_without_dispose_aborts_the_calls_their_callers_left() {
     within(host.activate("stuck")).await.unwrap();
     let cancel = CancellationToken::new();
     let call = spawn_call(&host, "stuck", &cancel);
-    within(async {
-        while log.count("tool:started") == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
+    within(log.until(|l| l.count("tool:started") > 0)).await;
     cancel.cancel();
     let answer = within(call).await.unwrap();
     assert_eq!(answer.unwrap_err().code(), "TOOL_CALL_CANCELLED");
     drop(host);
     // The tool's future and the hook holding the extension's data: both
     // dropped, with no `dispose`.
-    within(async {
-        while log.count("tool:dropped") + log.count("data:dropped") < 2 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
+    within(log.until(|l| l.count("tool:dropped") + l.count("data:dropped") >= 2)).await;
 }
 
 /// A caller that drops its call under a deadline (its task is aborted)
@@ -403,15 +405,7 @@ async fn a_caller_that_drops_a_call_in_a_task_of_its_own_aborts_that_task() {
     host.discover([ExtensionDefinition::from_fn("stuck", move |cx| {
         let tool_log = tool_log.clone();
         async move {
-            cx.register_tool(descriptor("stuck"), move |_input| {
-                let log = tool_log.clone();
-                async move {
-                    let _dropped = DropLog(log.clone(), "tool:dropped");
-                    log.push("tool:started");
-                    std::future::pending::<()>().await;
-                    Ok(json!(null))
-                }
-            })?;
+            cx.register_tool(descriptor("stuck"), stuck_tool(&tool_log))?;
             Ok(())
         }
     })])
@@ -421,19 +415,9 @@ async fn a_caller_that_drops_a_call_in_a_task_of_its_own_aborts_that_task() {
         let host = host.clone();
         async move { host.call_tool("stuck", json!({})).await }
     });
-    within(async {
-        while log.count("tool:started") == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
+    within(log.until(|l| l.count("tool:started") > 0)).await;
     caller.abort();
     assert!(within(caller).await.unwrap_err().is_cancelled());
-    within(async {
-        while log.count("tool:dropped") == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
+    within(log.until(|l| l.count("tool:dropped") > 0)).await;
     within(host.dispose()).await.unwrap();
 }

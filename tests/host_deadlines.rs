@@ -463,12 +463,7 @@ async fn calls_past_the_deadline_time_out(cancellable: bool) {
     }
     // The timed-out future is dropped (at once in the caller's task; a
     // task of its own is aborted, and the abort lands soon after).
-    soon(async {
-        while log.count("dropped:never") == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    soon(log.until(|l| l.count("dropped:never") > 0)).await;
     assert_eq!(call("quick").await.unwrap(), json!("quick"));
     soon(host.dispose()).await.unwrap();
     assert_eq!(log.count("dropped:never"), 1);
@@ -565,12 +560,7 @@ async fn on_many_threads_the_deadline_does_not_wait_for_a_blocked_thread() {
     log.push("emit:timed-out");
     release_tx.send(()).unwrap();
 
-    soon(async {
-        while log.count("hook:returned:released=true") == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    soon(log.until(|l| l.count("hook:returned:released=true") > 0)).await;
     assert_eq!(
         log.take(),
         [

@@ -182,7 +182,8 @@ pub(crate) async fn call(
         progress,
         caller: None,
     };
-    let started = bound.map(|_| Instant::now());
+    // The deadline with the instant it counts from.
+    let due = bound.map(|d| (d, Instant::now()));
     let run = CALL.scope(scope, contain(move || tool.call(input)));
     let mut run = std::pin::pin!(run);
     // Set when a bounded tool is first pending: a tool that returns at its
@@ -198,7 +199,7 @@ pub(crate) async fn call(
         if let Poll::Ready(result) = run.as_mut().poll(cx) {
             return Poll::Ready(Ended::Returned(result));
         }
-        if let (Some(d), Some(started)) = (bound, started) {
+        if let Some((d, started)) = due {
             let timer =
                 timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + d)));
             if timer.as_mut().poll(cx).is_ready() {
@@ -213,9 +214,7 @@ pub(crate) async fn call(
         Ended::Returned(result) => {
             // A tool that blocked the thread past its deadline and then
             // returned is late, as from a task of its own.
-            let late = bound
-                .zip(started)
-                .is_some_and(|(d, started)| started.elapsed() >= d);
+            let late = due.is_some_and(|(d, started)| started.elapsed() >= d);
             Some((result, finish(inner, call, late)))
         }
         Ended::DeadlinePassed => {

@@ -35,6 +35,13 @@ impl Log {
     pub fn count(&self, entry: &str) -> usize {
         self.entries().iter().filter(|e| *e == entry).count()
     }
+    /// Waits, polling every millisecond on the runtime's clock, until
+    /// `done` holds for the log. Unbounded: the caller bounds it.
+    pub async fn until(&self, done: impl Fn(&Log) -> bool) {
+        while !done(self) {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
 }
 
 /// How `activate` ends.
