@@ -234,9 +234,7 @@ async fn shutdown_during_a_dependency_stops_the_chain_before_the_dependent() {
         let host = host.clone();
         async move { host.activate("b").await }
     });
-    while log.count("a:activate") == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    within(log.until(|l| l.count("a:activate") > 0)).await;
     within(host.dispose()).await.unwrap();
     let err = within(activation).await.unwrap().unwrap_err();
     assert_eq!(err.code(), codes::EXTENSION_DEPENDENCY_FAILED, "{err}");

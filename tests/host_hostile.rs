@@ -323,9 +323,7 @@ async fn item3_a_call_that_never_returns_is_abandoned_at_the_cleanup_deadline() 
             let host = host.clone();
             async move { host.call_tool("wait", json!("stuck")).await }
         });
-        while log.count("start \"stuck\"") == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        within(log.until(|l| l.count("start \"stuck\"") > 0)).await;
         host.dispose().await.unwrap();
         // After dispose resolved, the call's future has resolved too, with
         // the deadline's code, and no extension code runs any more.

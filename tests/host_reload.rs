@@ -482,9 +482,7 @@ async fn the_old_generations_calls_finish_before_its_cleanup() {
         let host = host.clone();
         async move { host.call_tool("t", json!({})).await }
     });
-    while log.count("g1:call") == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(log.until(|l| l.count("g1:call") > 0)).await;
     let reload = tokio::spawn({
         let host = host.clone();
         async move { host.reload("m").await }
@@ -538,9 +536,7 @@ async fn a_reload_waits_behind_a_long_emit() {
         let host = host.clone();
         async move { host.emit(Event::new("e", json!({}))).await }
     });
-    while log.count("hook:start") == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(log.until(|l| l.count("hook:start") > 0)).await;
     let reload = tokio::spawn({
         let host = host.clone();
         async move { host.reload("m").await }
@@ -633,9 +629,7 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
     let spawn_call =
         |host: ExtensionHost| tokio::spawn(async move { host.call_tool("t", json!({})).await });
     let old_call = spawn_call(host.clone());
-    while log.count("g1:call") == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(log.until(|l| l.count("g1:call") > 0)).await;
     let reload = tokio::spawn({
         let host = host.clone();
         async move { host.reload("m").await }
@@ -645,9 +639,7 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let new_call = spawn_call(host.clone());
-    while log.count("g2:call") == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(log.until(|l| l.count("g2:call") > 0)).await;
     // The old call ends: the old generation's cleanup runs and the reload
     // settles, while the new generation's call is still in flight and was
     // never cancelled.
