@@ -19,7 +19,9 @@
 //! `emit-no-deadline`, `direct-loop`, `activate`, `activate-no-deadline`,
 //! `activate-floor` (the bench's spawn floor: a factory on
 //! `spawn_blocking`, then five descriptors and closures made in a spawned
-//! task), and `mt` picks the multi-thread runtime (two workers) instead of the
+//! task), `activate-nth` (N is the position: a host with N - 1 extensions
+//! of five tools active, made untimed, then the Nth to the (N + 9)th
+//! activated and measured, the figure per activation), and `mt` picks the multi-thread runtime (two workers) instead of the
 //! current-thread one.
 
 use std::hint::black_box;
@@ -143,6 +145,35 @@ fn measure_activate_floor(rt: &Runtime) {
     });
 }
 
+/// The extensions at positions `from..from + AFTER_NTH` activated in turn.
+#[inline(never)]
+fn measure_activate_nth(rt: &Runtime, host: &ExtensionHost, from: usize) {
+    rt.block_on(async {
+        for i in from..from + AFTER_NTH {
+            host.activate(&format!("e{i}")).await.unwrap();
+        }
+    });
+}
+
+/// How many activations `activate-nth` measures from the Nth on.
+const AFTER_NTH: usize = 10;
+
+/// Five tools named after their extension's position, as in the bench.
+struct FiveTools(usize);
+
+impl Extension for FiveTools {
+    fn activate(&self, cx: ActivationContext) -> BoxFuture<'_, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            for t in 0..5 {
+                let d = ToolDescriptor::new(format!("e{}_t{t}", self.0), "tool", json!({}));
+                cx.register_tool(d, |_: Value| async { Ok(Value::Null) })
+                    .map_err(|e| ExtensionError::new(e.to_string()))?;
+            }
+            Ok(())
+        })
+    }
+}
+
 #[inline(never)]
 fn measure_activate(rt: &Runtime, host: &ExtensionHost) {
     rt.block_on(host.activate("echo")).unwrap();
@@ -246,6 +277,30 @@ fn main() {
                 timed += start.elapsed();
                 rt.block_on(host.dispose()).unwrap();
             }
+        }
+        "activate-nth" => {
+            let n = n.max(1);
+            let host = host(dir.path(), |o| o);
+            let total = n + AFTER_NTH - 1;
+            host.discover(
+                (0..total)
+                    .map(|i| ExtensionDefinition::new(format!("e{i}"), move || Ok(FiveTools(i)))),
+            )
+            .unwrap();
+            rt.block_on(async {
+                for i in 0..n - 1 {
+                    host.activate(&format!("e{i}")).await.unwrap();
+                }
+            });
+            let start = Instant::now();
+            measure_activate_nth(&rt, &host, n - 1);
+            timed = start.elapsed();
+            rt.block_on(host.dispose()).unwrap();
+            println!(
+                "activate-nth: {:?} per activation from the {n}th",
+                timed / AFTER_NTH as u32
+            );
+            return;
         }
         "activate-floor" => {
             for _ in 0..n {
