@@ -21,7 +21,9 @@
 //! `spawn_blocking`, then five descriptors and closures made in a spawned
 //! task), `activate-nth` (N is the position: a host with N - 1 extensions
 //! of five tools active, made untimed, then the Nth to the (N + 9)th
-//! activated and measured, the figure per activation), and `mt` picks the multi-thread runtime (two workers) instead of the
+//! activated and measured, the figure per activation),
+//! `activate-nth-no-deadline` (the same without an activation deadline, so
+//! with no hand-off: the host's own work), and `mt` picks the multi-thread runtime (two workers) instead of the
 //! current-thread one.
 
 use std::hint::black_box;
@@ -278,9 +280,16 @@ fn main() {
                 rt.block_on(host.dispose()).unwrap();
             }
         }
-        "activate-nth" => {
+        "activate-nth" | "activate-nth-no-deadline" => {
             let n = n.max(1);
-            let host = host(dir.path(), |o| o);
+            let no_deadline = what == "activate-nth-no-deadline";
+            let host = host(dir.path(), |o| {
+                if no_deadline {
+                    o.without_activation_deadline()
+                } else {
+                    o
+                }
+            });
             let total = n + AFTER_NTH - 1;
             host.discover(
                 (0..total)
@@ -297,7 +306,7 @@ fn main() {
             timed = start.elapsed();
             rt.block_on(host.dispose()).unwrap();
             println!(
-                "activate-nth: {:?} per activation from the {n}th",
+                "{what}: {:?} per activation from the {n}th",
                 timed / AFTER_NTH as u32
             );
             return;
