@@ -23,8 +23,19 @@
 //! of five tools active, made untimed, then the Nth to the (N + 9)th
 //! activated and measured, the figure per activation),
 //! `activate-nth-no-deadline` (the same without an activation deadline, so
-//! with no hand-off: the host's own work), and `mt` picks the multi-thread runtime (two workers) instead of the
+//! with no hand-off: the host's own work), the paired modes below, and `mt`
+//! picks the multi-thread runtime (two workers) instead of the
 //! current-thread one.
+//!
+//! The paired modes, `pair-call`, `pair-call-deadline`, `pair-emit`,
+//! `pair-emit-no-deadline` and `pair-activate`, run the host's operation
+//! and its counterpart (the direct call, the call through `tokio::spawn`,
+//! the direct loop, the spawn floor) N times each, interleaved and in
+//! alternating order, each timed on its own, and print the median and
+//! quartiles of both and the ratio of the medians: where the machine's
+//! latency drifts over seconds, two figures taken side by side compare
+//! fairly where two criterion runs of a few seconds each may not. Each
+//! timing includes one `Instant::now` pair (some 40 ns here).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -186,6 +197,141 @@ fn host(dir: &std::path::Path, options: impl FnOnce(HostOptions) -> HostOptions)
     ExtensionHost::new(options(HostOptions::new(loader))).unwrap()
 }
 
+/// Runs `host` and `floor` `n` times each, interleaved, the order swapped
+/// every round; each returns the time of its own measured part.
+fn paired(
+    n: usize,
+    mut host: impl FnMut() -> Duration,
+    mut floor: impl FnMut() -> Duration,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut h, mut f) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        if i % 2 == 0 {
+            h.push(host());
+            f.push(floor());
+        } else {
+            f.push(floor());
+            h.push(host());
+        }
+    }
+    (h, f)
+}
+
+/// The time `op` takes.
+fn timed(op: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    op();
+    start.elapsed()
+}
+
+/// Prints the median and quartiles of both series and the ratio of the
+/// medians.
+fn report_pair(what: &str, (mut host, mut floor): (Vec<Duration>, Vec<Duration>)) {
+    let quartiles = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        let at = |q: usize| v[(v.len() - 1) * q / 4];
+        (at(1), at(2), at(3))
+    };
+    let (h1, h2, h3) = quartiles(&mut host);
+    let (f1, f2, f3) = quartiles(&mut floor);
+    println!(
+        "{what}: host median {h2:?} (quartiles {h1:?}, {h3:?}); counterpart median {f2:?} \
+         (quartiles {f1:?}, {f3:?}); ratio {:.2}x over {} pairs",
+        h2.as_secs_f64() / f2.as_secs_f64(),
+        host.len()
+    );
+}
+
+/// The paired modes (see the module documentation); false for any other.
+fn run_pair(what: &str, rt: &Runtime, n: usize, dir: &std::path::Path) -> bool {
+    let input = json!({"text": "hello"});
+    let echo: ToolFn = Arc::new(|input: Value| Box::pin(async move { Ok(input) }));
+    match what {
+        "pair-call" | "pair-call-deadline" => {
+            let host = host(dir, |o| {
+                if what == "pair-call-deadline" {
+                    o.with_call_deadline(Duration::from_secs(30))
+                } else {
+                    o
+                }
+            });
+            host.discover([ExtensionDefinition::new("echo", || Ok(Echo))])
+                .unwrap();
+            rt.block_on(host.activate("echo")).unwrap();
+            let through_spawn = what == "pair-call-deadline";
+            let pairs = paired(
+                n,
+                || timed(|| measure_call(rt, &host, 1, &input)),
+                || {
+                    timed(|| {
+                        if through_spawn {
+                            measure_spawn_call(rt, &echo, 1, &input)
+                        } else {
+                            measure_direct_call(rt, &echo, 1, &input)
+                        }
+                    })
+                },
+            );
+            rt.block_on(host.dispose()).unwrap();
+            report_pair(what, pairs);
+        }
+        "pair-emit" | "pair-emit-no-deadline" => {
+            let counter = Arc::new(AtomicU64::new(0));
+            let host = host(dir, |o| {
+                if what == "pair-emit-no-deadline" {
+                    o.without_hook_deadline()
+                } else {
+                    o
+                }
+            });
+            let hooks = counter.clone();
+            host.discover([ExtensionDefinition::new("hooks", move || {
+                Ok(Hooks(hooks.clone()))
+            })])
+            .unwrap();
+            rt.block_on(host.activate("hooks")).unwrap();
+            let direct = direct_hooks(&counter);
+            let pairs = paired(
+                n,
+                || timed(|| measure_emit(rt, &host, 1)),
+                || timed(|| measure_direct_loop(rt, &direct, 1)),
+            );
+            rt.block_on(host.dispose()).unwrap();
+            report_pair(what, pairs);
+        }
+        "pair-activate" => {
+            let pairs = paired(
+                n,
+                || {
+                    let host = host(dir, |o| o);
+                    host.discover([ExtensionDefinition::new("echo", || Ok(Echo))])
+                        .unwrap();
+                    let took = timed(|| measure_activate(rt, &host));
+                    rt.block_on(host.dispose()).unwrap();
+                    took
+                },
+                || timed(|| measure_activate_floor(rt)),
+            );
+            report_pair(what, pairs);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// `HOOKS` closures that count the events they see, called directly.
+fn direct_hooks(counter: &Arc<AtomicU64>) -> Vec<Hook> {
+    (0..HOOKS)
+        .map(|_| {
+            let counter = counter.clone();
+            Arc::new(move |_: Arc<Event>| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
+            }) as Hook
+        })
+        .collect()
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_else(|| "call".to_owned());
@@ -200,6 +346,9 @@ fn main() {
     };
     let rt = builder.enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    if run_pair(&what, &rt, n, dir.path()) {
+        return;
+    }
     let input = json!({"text": "hello"});
     let counter = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -251,16 +400,7 @@ fn main() {
             rt.block_on(host.dispose()).unwrap();
         }
         "direct-loop" => {
-            let hooks: Vec<Hook> = (0..HOOKS)
-                .map(|_| {
-                    let counter = counter.clone();
-                    Arc::new(move |_: Arc<Event>| {
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
-                    }) as Hook
-                })
-                .collect();
-            measure_direct_loop(&rt, &hooks, n);
+            measure_direct_loop(&rt, &direct_hooks(&counter), n);
         }
         "activate" | "activate-no-deadline" => {
             let no_deadline = what == "activate-no-deadline";
