@@ -277,19 +277,7 @@ fn run_pair(what: &str, rt: &Runtime, n: usize, dir: &std::path::Path) -> bool {
         }
         "pair-emit" | "pair-emit-no-deadline" => {
             let counter = Arc::new(AtomicU64::new(0));
-            let host = host(dir, |o| {
-                if what == "pair-emit-no-deadline" {
-                    o.without_hook_deadline()
-                } else {
-                    o
-                }
-            });
-            let hooks = counter.clone();
-            host.discover([ExtensionDefinition::new("hooks", move || {
-                Ok(Hooks(hooks.clone()))
-            })])
-            .unwrap();
-            rt.block_on(host.activate("hooks")).unwrap();
+            let host = hooks_host(rt, dir, what == "pair-emit-no-deadline", &counter);
             let direct = direct_hooks(&counter);
             let pairs = paired(
                 n,
@@ -317,6 +305,30 @@ fn run_pair(what: &str, rt: &Runtime, n: usize, dir: &std::path::Path) -> bool {
         _ => return false,
     }
     true
+}
+
+/// A host with the `HOOKS` hooks active, counting into `counter`, with the
+/// default hook deadline or none.
+fn hooks_host(
+    rt: &Runtime,
+    dir: &std::path::Path,
+    no_deadline: bool,
+    counter: &Arc<AtomicU64>,
+) -> ExtensionHost {
+    let host = host(dir, |o| {
+        if no_deadline {
+            o.without_hook_deadline()
+        } else {
+            o
+        }
+    });
+    let hooks = counter.clone();
+    host.discover([ExtensionDefinition::new("hooks", move || {
+        Ok(Hooks(hooks.clone()))
+    })])
+    .unwrap();
+    rt.block_on(host.activate("hooks")).unwrap();
+    host
 }
 
 /// `HOOKS` closures that count the events they see, called directly.
@@ -380,20 +392,7 @@ fn main() {
             measure_spawn_call(&rt, &tool, n, &input);
         }
         "emit" | "emit-no-deadline" => {
-            let no_deadline = what == "emit-no-deadline";
-            let host = host(dir.path(), |o| {
-                if no_deadline {
-                    o.without_hook_deadline()
-                } else {
-                    o
-                }
-            });
-            let hooks = counter.clone();
-            host.discover([ExtensionDefinition::new("hooks", move || {
-                Ok(Hooks(hooks.clone()))
-            })])
-            .unwrap();
-            rt.block_on(host.activate("hooks")).unwrap();
+            let host = hooks_host(&rt, dir.path(), what == "emit-no-deadline", &counter);
             let start = Instant::now();
             measure_emit(&rt, &host, n);
             timed = start.elapsed();
