@@ -79,9 +79,7 @@ async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_dr
     within(host.activate("held")).await.unwrap();
     let cancel = CancellationToken::new();
     let call = spawn_call(&host, "held", &cancel);
-    while log.count("tool:started") == 0 {
-        tokio::task::yield_now().await;
-    }
+    within(log.until(|l| l.count("tool:started") > 0)).await;
     cancel.cancel();
     let answer = within(call).await.unwrap();
     assert!(
@@ -89,9 +87,7 @@ async fn a_cancelled_call_answers_at_once_signals_the_tool_and_shutdown_still_dr
         "{answer:?}"
     );
     assert_eq!(answer.unwrap_err().code(), "TOOL_CALL_CANCELLED");
-    while log.count("tool:saw-cancel") == 0 {
-        tokio::task::yield_now().await;
-    }
+    within(log.until(|l| l.count("tool:saw-cancel") > 0)).await;
     // The call is still in flight: shutdown waits for it before the
     // extension's first cleanup step (H-11, INV-12).
     let dispose = tokio::spawn({
@@ -166,20 +162,14 @@ async fn a_token_asked_for_after_the_shutdown_fired_it_has_fired() {
     // `early`'s (the calls of a generation are cancelled in the order
     // they started, in one step).
     let late = call("late");
-    while log.count("late:started") == 0 {
-        tokio::task::yield_now().await;
-    }
+    within(log.until(|l| l.count("late:started") > 0)).await;
     let early = call("early");
-    while log.count("early:started") == 0 {
-        tokio::task::yield_now().await;
-    }
+    within(log.until(|l| l.count("early:started") > 0)).await;
     let dispose = tokio::spawn({
         let host = host.clone();
         async move { host.dispose().await }
     });
-    while log.count("early:saw-cancel") == 0 {
-        tokio::task::yield_now().await;
-    }
+    within(log.until(|l| l.count("early:saw-cancel") > 0)).await;
     ask.notify_one();
     assert_eq!(within(late).await.unwrap().unwrap(), json!("late"));
     assert_eq!(within(early).await.unwrap().unwrap(), json!("early"));

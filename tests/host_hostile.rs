@@ -528,9 +528,7 @@ fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
         let log = log.clone();
         runtime.block_on(async move {
             tokio::spawn(async move { host.activate("hang").await });
-            while log.count("hang:activate") == 0 {
-                tokio::task::yield_now().await;
-            }
+            within(log.until(|l| l.count("hang:activate") > 0)).await;
         });
         // Dropping the runtime kills the task running the activation.
         drop(runtime);

@@ -277,9 +277,7 @@ async fn a_caller_dropped_after_the_start_leaves_no_partial_state() {
     {
         let mut fut = pin!(host.activate("slow"));
         assert!(poll_once(fut.as_mut()).is_pending());
-        while log.count("slow:activate") == 0 {
-            tokio::task::yield_now().await;
-        }
+        within(log.until(|l| l.count("slow:activate") > 0)).await;
     } // dropped mid-activation
     gate.add_permits(1);
     // The activation finished on its own: the next operation sees it whole.
