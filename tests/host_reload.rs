@@ -489,9 +489,14 @@ async fn the_old_generations_calls_finish_before_its_cleanup() {
     });
     // The fresh generation commits while the old call still runs; the old
     // cleanup waits for it.
-    while host.tools().get("t").map(|t| t.description.to_string()) != Some("generation 2".into()) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(async {
+        while host.tools().get("t").map(|t| t.description.to_string())
+            != Some("generation 2".into())
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(log.count("g1:disposer"), 0, "cleanup ran under a call");
     gate.add_permits(1);
@@ -635,9 +640,14 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
         async move { host.reload("m").await }
     });
     // Generation 2 is live; generation 1's cleanup waits for its call.
-    while host.tools().get("t").map(|t| t.description.to_string()) != Some("generation 2".into()) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    within(async {
+        while host.tools().get("t").map(|t| t.description.to_string())
+            != Some("generation 2".into())
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
     let new_call = spawn_call(host.clone());
     within(log.until(|l| l.count("g2:call") > 0)).await;
     // The old call ends: the old generation's cleanup runs and the reload
