@@ -392,6 +392,66 @@ async fn hooks_past_the_deadline_time_out_on_many_threads() {
     hooks_past_the_deadline_time_out_and_the_rest_run().await;
 }
 
+/// Hooks under a hook deadline of a second or more on one thread, where
+/// a run of many hooks is timed from the shared ticker's ticks rather than
+/// a clock reading per hook (H-12): a hook that blocks the thread past the
+/// deadline and returns `Ok` times out, one that never returns times out,
+/// and the quick hooks before, between and after them keep their own
+/// results (the ticker ticks every 10 ms on a thread of its own while the
+/// hook blocks this one, for 1.4 s).
+#[tokio::test(flavor = "current_thread")]
+async fn hooks_timed_from_ticks_on_one_thread_time_out_alone() {
+    // Enough hooks to wake the ticker if it is parked.
+    const QUICK: usize = 300;
+    let deadline = Duration::from_secs(1);
+    let log = Log::default();
+    let (_d, host) = host_with(|o| o.with_hook_deadline(deadline));
+    let hook_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("hooks", move |cx| {
+        let log = hook_log.clone();
+        async move {
+            let quick = |name: &'static str| {
+                let log = log.clone();
+                move |_event| {
+                    log.push(name);
+                    async { Ok(()) }
+                }
+            };
+            for _ in 0..QUICK {
+                cx.on_event(quick("first"))?;
+            }
+            cx.on_event(|_event| async { Err(ExtensionError::new("its own failure")) })?;
+            cx.on_event(|_event| async {
+                std::thread::sleep(Duration::from_millis(1_400));
+                Ok(())
+            })?;
+            cx.on_event(quick("between"))?;
+            cx.on_event(|_event| std::future::pending())?;
+            cx.on_event(quick("last"))?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    soon(host.activate("hooks")).await.unwrap();
+    let report = soon(host.emit(Event::new("tick", json!({}))))
+        .await
+        .unwrap();
+    let diagnostics: Vec<_> = report
+        .diagnostics
+        .iter()
+        .map(|d| (d.hook_index, d.message.contains("did not settle within")))
+        .collect();
+    assert_eq!(
+        diagnostics,
+        [(QUICK, false), (QUICK + 1, true), (QUICK + 3, true)],
+        "{:?}",
+        report.diagnostics
+    );
+    let log = log.take();
+    assert_eq!(log.len(), QUICK + 2);
+    assert_eq!(log[QUICK..], ["between", "last"]);
+}
+
 /// Logs when dropped, and panics there (hostile `Drop`).
 struct DropsLoudly(Log, &'static str);
 

@@ -41,8 +41,10 @@ use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::deadlines::current_executor;
+use super::hook_times::{self, HookTimes};
 use super::hook_watch::{BatchProgress, BatchReporter, HookClock, MAX_BATCH, StillPending};
 use super::shell::Inner;
+use super::ticker::Ticker;
 use super::trace::uncaused;
 use crate::core::{
     Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure,
@@ -161,6 +163,9 @@ pub(crate) struct Driver {
     watched: Option<Arc<BatchProgress>>,
     /// Results of the running emit's hooks not yet fed to the core.
     hooks_done: HookResults,
+    /// The timing of the hooks in `hooks_done`, when they run here under a
+    /// deadline judged from ticks: they are judged before they are fed.
+    hook_times: Option<HookTimes>,
 }
 
 impl Driver {
@@ -176,6 +181,7 @@ impl Driver {
             activation_inline: false,
             watched: None,
             hooks_done: HookResults::new(),
+            hook_times: None,
         }
     }
 
@@ -520,8 +526,16 @@ impl Driver {
                     .await
             }
             Placement::InlineBounded(deadline) => {
-                self.run_hooks_bounded(&hooks, &handlers, start, &event, deadline)
-                    .await
+                match hook_times::ticker_for(hooks.len().saturating_sub(start), deadline) {
+                    Some(ticker) => {
+                        self.run_hooks_ticked(&hooks, &handlers, start, &event, ticker, deadline)
+                            .await
+                    }
+                    None => {
+                        self.run_hooks_bounded(&hooks, &handlers, start, &event, deadline)
+                            .await
+                    }
+                }
             }
             Placement::Inline | Placement::Task(None) => {
                 self.run_hooks_here(&hooks, &handlers, start, &event).await
@@ -583,6 +597,54 @@ impl Driver {
             self.hooks_done.push(clock.judge(result, late));
         }
         std::mem::take(&mut self.hooks_done)
+    }
+
+    /// The hooks from `start` on, in this task, each bounded by `deadline`
+    /// as in [`Driver::run_hooks_bounded`], but judged from the ticker's
+    /// ticks ([`HookTimes`]): one atomic load per hook instead of a clock
+    /// reading, and the judgement at the end. The core's placement where
+    /// one thread runs every task, for a deadline of
+    /// [`hook_times::MIN_DEADLINE`] or more and a ticker running or worth
+    /// waking ([`hook_times::ticker_for`]). A driver dropped midway
+    /// judges and feeds what finished.
+    async fn run_hooks_ticked(
+        &mut self,
+        hooks: &VectorSync<LiveHook>,
+        handlers: &[Option<HookFn>],
+        start: usize,
+        event: &Arc<Event>,
+        ticker: &'static Ticker,
+        deadline: Duration,
+    ) -> HookResults {
+        self.hooks_done = HookResults::new();
+        let late = |d| timed_out("the hook", d);
+        self.hook_times = Some(HookTimes::start(ticker, deadline));
+        for i in start..hooks.len() {
+            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
+            let mut run = run_hook(handlers.get(i), event);
+            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
+            let waited = first.is_pending();
+            let result = match first {
+                Poll::Ready(result) => result,
+                Poll::Pending => StillPending::new(run, deadline)
+                    .await
+                    .unwrap_or_else(|| Err(late(deadline))),
+            };
+            self.hooks_done.push(result);
+            if let Some(times) = self.hook_times.as_mut() {
+                let at = self.hooks_done.len();
+                if waited {
+                    times.passed_after_waiting(at);
+                } else {
+                    times.passed(at);
+                }
+            }
+        }
+        let done = std::mem::take(&mut self.hooks_done);
+        match self.hook_times.take() {
+            Some(times) => times.judge(done, late),
+            None => done,
+        }
     }
 
     /// The hooks from `start` on, in tasks of their own, each bounded by
@@ -776,6 +838,10 @@ impl Drop for Driver {
         if let Some(progress) = self.watched.take() {
             progress.abandon_now();
             self.hooks_done.append(progress.take_results());
+        }
+        if let Some(times) = self.hook_times.take() {
+            let done = std::mem::take(&mut self.hooks_done);
+            self.hooks_done = times.judge(done, |d| timed_out("the hook", d));
         }
         for result in std::mem::take(&mut self.hooks_done).into_results() {
             // Each result ends the hook its `RunHook` asked for; the next

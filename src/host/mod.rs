@@ -34,12 +34,14 @@ mod deadlines;
 mod drive;
 mod error;
 mod extension;
+mod hook_times;
 mod hook_watch;
 mod manifests;
 mod provider;
 mod shell;
 mod snapshot;
 mod submit;
+mod ticker;
 mod trace;
 
 use std::sync::atomic::{AtomicU64, Ordering};

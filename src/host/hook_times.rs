@@ -1,0 +1,416 @@
+//! H-12 for hooks under a deadline run in the driver where one thread runs
+//! every task: each hook's completion judged against the deadline without
+//! a clock reading per hook.
+//!
+//! Architecture invariants:
+//! - Per hook, the loop loads the [`Ticker`]'s tick number and compares it
+//!   with the last one it saw: one atomic load. It reads the coarse clock
+//!   itself only where the tick moved (and after a hook that was pending
+//!   at its first poll), and once at the start and once at the end.
+//! - At the end, if the whole run took less than the deadline less the
+//!   clock's resolution, every hook was on time. Otherwise each hook gets
+//!   bounds: its start is no earlier than the loop's last reading before
+//!   it; its end no later than the loop's first reading after it, nor than
+//!   the reading of the second tick after the one seen at its end (that
+//!   tick's reading was taken after the next tick was published, which
+//!   came after the hook ended; [`super::ticker`]), each plus the clock's
+//!   resolution. A hook is on time only if the bounds are less than the
+//!   deadline apart, so one that ended after its deadline never is; a
+//!   ticker that stalled only widens the bounds.
+//! - With the ticker running, the bounds are within about three ticker
+//!   periods and two clock ticks of the truth, which is why this path is
+//!   taken only for deadlines of [`MIN_DEADLINE`] and more; shorter ones
+//!   read the clock per hook ([`super::hook_watch::HookClock`]), and so do
+//!   runs of fewer than [`WAKE_MIN_HOOKS`] hooks while the ticker is
+//!   parked (waking it would cost them more than it saves).
+
+use std::time::Duration;
+
+use super::hook_watch::coarse_clock;
+use super::ticker::{HISTORY, Ticker, TickerUse};
+use crate::core::{Failure, HookResults};
+
+/// The shortest hook deadline judged from ticks: the ticker's imprecision
+/// (some 40 ms) is then a few percent of it at most.
+pub(crate) const MIN_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The fewest hooks for which a run wakes a parked ticker: waking it costs
+/// the waker about 5 µs here, some 300 hooks' clock readings. Fewer hooks
+/// use the ticker only while it runs anyway, and read the clock per hook
+/// otherwise.
+pub(crate) const WAKE_MIN_HOOKS: usize = 256;
+
+/// The ticker to time `count` hooks under `deadline` with, if any: see
+/// [`MIN_DEADLINE`] and [`WAKE_MIN_HOOKS`].
+pub(crate) fn ticker_for(count: usize, deadline: Duration) -> Option<&'static Ticker> {
+    if deadline < MIN_DEADLINE {
+        return None;
+    }
+    Ticker::get().filter(|ticker| count >= WAKE_MIN_HOOKS || ticker.is_running())
+}
+
+/// One place where the loop saw the tick move, or read the clock anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// How many hooks had finished: the mark sits between hook `at - 1`'s
+    /// end and hook `at`'s start.
+    pub(crate) at: usize,
+    /// The tick seen there, and at every later place up to the next mark.
+    pub(crate) tick: u64,
+    /// The loop's own coarse reading there, taken after the tick was seen.
+    pub(crate) reading: u64,
+    /// The reading of tick `tick + 2`, once known.
+    pub(crate) later: Option<u64>,
+}
+
+/// The timing of one run of hooks: see the module docs.
+pub(crate) struct HookTimes {
+    ticker: &'static Ticker,
+    _use: TickerUse,
+    deadline: Duration,
+    last_tick: u64,
+    marks: Vec<Mark>,
+}
+
+impl HookTimes {
+    /// The first hook starts now, with `ticker` ticking.
+    pub(crate) fn start(ticker: &'static Ticker, deadline: Duration) -> Self {
+        let use_ = ticker.enter();
+        let tick = ticker.tick();
+        let mut times = Self {
+            ticker,
+            _use: use_,
+            deadline,
+            last_tick: tick,
+            marks: Vec::new(),
+        };
+        times.mark(0, tick);
+        times
+    }
+
+    /// `at` hooks have finished; the next starts. One atomic load unless
+    /// the tick moved.
+    #[inline]
+    pub(crate) fn passed(&mut self, at: usize) {
+        let tick = self.ticker.tick();
+        if tick != self.last_tick {
+            self.mark(at, tick);
+        }
+    }
+
+    /// `at` hooks have finished, the last of them after waiting: the clock
+    /// is read whether or not the tick moved.
+    pub(crate) fn passed_after_waiting(&mut self, at: usize) {
+        let tick = self.ticker.tick();
+        self.mark(at, tick);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mark(&mut self, at: usize, tick: u64) {
+        let reading = coarse_clock::now();
+        self.last_tick = tick;
+        self.resolve(tick);
+        self.marks.push(Mark {
+            at,
+            tick,
+            reading,
+            later: None,
+        });
+    }
+
+    /// Looks up the later readings that ticks up to `now` made known.
+    fn resolve(&mut self, now: u64) {
+        for mark in self.marks.iter_mut().rev() {
+            // Ticks rise from mark to mark: once one is resolved, or out of
+            // the history, so is every earlier one.
+            if mark.later.is_some() || mark.tick.saturating_add(2 + HISTORY) <= now {
+                break;
+            }
+            if mark.tick.saturating_add(2) <= now {
+                mark.later = self.ticker.reading(mark.tick + 2);
+            }
+        }
+    }
+
+    /// The hooks' `results`, each that may have ended past its deadline
+    /// replaced by `timed_out`'s failure.
+    pub(crate) fn judge(
+        mut self,
+        results: HookResults,
+        timed_out: impl Fn(Duration) -> Failure,
+    ) -> HookResults {
+        let end = coarse_clock::now();
+        let tick = self.ticker.tick();
+        self.resolve(tick);
+        self.marks.push(Mark {
+            at: results.len(),
+            tick,
+            reading: end,
+            later: None,
+        });
+        let late = late_hooks(
+            &self.marks,
+            results.len(),
+            coarse_clock::resolution(),
+            self.deadline,
+        );
+        if late.is_empty() {
+            return results;
+        }
+        let mut late = late.into_iter().peekable();
+        results
+            .into_results()
+            .enumerate()
+            .map(|(i, result)| match late.next_if_eq(&i) {
+                Some(_) => Err(timed_out(self.deadline)),
+                None => result,
+            })
+            .collect()
+    }
+}
+
+/// The hooks, of `count` run one after another, that may have taken the
+/// `deadline` or longer, from the `marks` of their run (rising `at`, the
+/// first at 0 and the last at `count`) and a clock resolution of `res`
+/// nanoseconds.
+pub(crate) fn late_hooks(marks: &[Mark], count: usize, res: u64, deadline: Duration) -> Vec<usize> {
+    let d = u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX);
+    let (Some(first), Some(last)) = (marks.first(), marks.last()) else {
+        return (0..count).collect();
+    };
+    // The whole run on time: every hook in it was.
+    if last
+        .reading
+        .saturating_sub(first.reading)
+        .saturating_add(res)
+        < d
+    {
+        return Vec::new();
+    }
+    let mut late = Vec::new();
+    // `before`: the last mark at or before hook i's start; `after`: the
+    // first mark at or after its end; `seen`: the last mark at or before
+    // its end (its tick is the one seen there).
+    let mut before = 0;
+    let mut after = 0;
+    let mut seen = 0;
+    for i in 0..count {
+        while before + 1 < marks.len() && marks[before + 1].at <= i {
+            before += 1;
+        }
+        while after + 1 < marks.len() && marks[after].at < i + 1 {
+            after += 1;
+        }
+        while seen + 1 < marks.len() && marks[seen + 1].at <= i + 1 {
+            seen += 1;
+        }
+        let start = marks[before].reading;
+        let mut end = marks[after].reading.saturating_add(res);
+        if let Some(later) = marks[seen].later {
+            end = end.min(later.saturating_add(res));
+        }
+        if end.saturating_sub(start) >= d {
+            late.push(i);
+        }
+    }
+    late
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn mark(at: usize, tick: u64, reading: u64, later: Option<u64>) -> Mark {
+        Mark {
+            at,
+            tick,
+            reading,
+            later,
+        }
+    }
+
+    #[test]
+    fn a_run_shorter_than_the_deadline_has_no_late_hook() {
+        let marks = [mark(0, 7, 100 * MS, None), mark(1000, 7, 104 * MS, None)];
+        assert!(late_hooks(&marks, 1000, 4 * MS, Duration::from_millis(10)).is_empty());
+        // One resolution more and the run may have taken the deadline:
+        // with no tick between, every hook may have.
+        let marks = [mark(0, 7, 100 * MS, None), mark(3, 7, 106 * MS, None)];
+        assert_eq!(
+            late_hooks(&marks, 3, 4 * MS, Duration::from_millis(10)),
+            [0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn ticks_during_a_blocking_hook_clear_its_neighbours() {
+        // Hooks 0 and 1 at once, hook 2 blocks 2 s, hooks 3 and 4 at once;
+        // the ticker ticks every 10 ms from tick 50 on.
+        let marks = [
+            mark(0, 50, 1_000 * MS, Some(1_020 * MS)),
+            // Tick 51 seen at the end of hook 2 (two seconds of ticks
+            // later the loop sees tick 250).
+            mark(3, 250, 3_001 * MS, None),
+            mark(5, 250, 3_001 * MS, None),
+        ];
+        assert_eq!(
+            late_hooks(&marks, 5, 4 * MS, Duration::from_secs(1)),
+            [2],
+            "only the blocking hook"
+        );
+    }
+
+    #[test]
+    fn a_later_ticks_reading_bounds_an_end_only_with_the_clock_resolution_added() {
+        // Hook 0 truly runs from 0 to 1,002 ms, the deadline: late. The
+        // loop saw tick 9 at both ends (the ticker stalled), and tick 11
+        // was read at 1,002.5 ms, which a 4 ms clock reads as 1,000 ms:
+        // the end is bounded by 1,004 ms, not 1,000. Hook 1 ran to 3 s.
+        let marks = [
+            mark(0, 9, 0, Some(1_000 * MS)),
+            mark(2, 300, 3_000 * MS, None),
+        ];
+        assert_eq!(
+            late_hooks(&marks, 2, 4 * MS, Duration::from_millis(1_002)),
+            [0, 1]
+        );
+    }
+
+    #[test]
+    fn a_stalled_ticker_leaves_every_hook_of_a_long_run_late() {
+        let marks = [mark(0, 50, 1_000 * MS, None), mark(5, 50, 3_001 * MS, None)];
+        assert_eq!(
+            late_hooks(&marks, 5, 4 * MS, Duration::from_secs(1)),
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(late_hooks(&[], 2, 0, Duration::from_secs(1)), [0, 1]);
+    }
+
+    /// A run of hooks as it truly happened, and what the loop and the
+    /// ticker observed of it, following the protocol of both: a coarse
+    /// clock that reads the true time rounded down to `RES`, tick `k`
+    /// (from 1) read at `ticks[k - 1]` and published `publish_delay`
+    /// later, each tick read after the last one was published.
+    #[derive(Debug)]
+    struct Run {
+        /// Each hook's true duration, the first starting at time 0.
+        durations: Vec<u64>,
+        ticks: Vec<u64>,
+        publish_delay: u64,
+    }
+
+    const RES: u64 = 4 * MS;
+    const DEADLINE: u64 = 1_000 * MS;
+
+    impl Run {
+        fn read(t: u64) -> u64 {
+            t - t % RES
+        }
+
+        /// The tick seen at true time `t`: the last one published by then
+        /// (0, read before the run, if none was).
+        fn seen(&self, t: u64) -> u64 {
+            self.ticks
+                .iter()
+                .take_while(|&&at| at + self.publish_delay <= t)
+                .count() as u64
+        }
+
+        /// The marks the loop makes: where it saw the tick move, at the
+        /// start, and at the end (with the later readings known by then).
+        fn marks(&self) -> Vec<Mark> {
+            let mut boundaries = vec![0];
+            let mut t = 0;
+            for d in &self.durations {
+                t += d;
+                boundaries.push(t);
+            }
+            let end_tick = self.seen(t);
+            let mut marks: Vec<Mark> = Vec::new();
+            for (at, &b) in boundaries.iter().enumerate() {
+                let tick = self.seen(b);
+                let moved = marks.last().is_none_or(|m| m.tick != tick);
+                if moved || at == boundaries.len() - 1 {
+                    let later = (tick + 2 <= end_tick)
+                        .then(|| {
+                            self.ticks
+                                .get((tick + 1) as usize)
+                                .map(|&at| Self::read(at))
+                        })
+                        .flatten();
+                    marks.push(mark(at, tick, Self::read(b), later));
+                }
+            }
+            marks
+        }
+
+        fn late(&self) -> Vec<usize> {
+            let marks = self.marks();
+            late_hooks(
+                &marks,
+                self.durations.len(),
+                RES,
+                Duration::from_nanos(DEADLINE),
+            )
+        }
+    }
+
+    fn durations() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec(
+            prop_oneof![0..2 * MS, 900 * MS..1_100 * MS, 0..3_000 * MS],
+            1..12,
+        )
+    }
+
+    proptest! {
+        /// No hook that took the deadline or longer is judged on time,
+        /// however the ticker behaved: any period, jitter, publication
+        /// delay, and stalls of 1.5 s.
+        #[test]
+        fn no_late_hook_counts_as_on_time(
+            durations in durations(),
+            period in MS..25 * MS,
+            jitter in prop::collection::vec(0..40 * MS, 0..600),
+            stalls in prop::collection::vec(any::<bool>(), 0..600),
+            publish_delay in 0..MS,
+        ) {
+            let mut ticks = Vec::new();
+            let mut t = 0;
+            for (n, j) in jitter.iter().enumerate() {
+                let stall = if stalls.get(n).copied().unwrap_or(false) { 1_500 * MS } else { 0 };
+                t += period + j + stall;
+                ticks.push(t);
+            }
+            let run = Run { durations, ticks, publish_delay };
+            let late = run.late();
+            for (i, &took) in run.durations.iter().enumerate() {
+                if took >= DEADLINE {
+                    prop_assert!(late.contains(&i), "hook {i} took {took} ns: {run:?} {late:?}");
+                }
+            }
+        }
+
+        /// With a ticker that ticked every 10 ms without stalling, a hook
+        /// is judged late only if it took within three periods and two
+        /// clock ticks of the deadline.
+        #[test]
+        fn a_steady_ticker_judges_within_three_periods(
+            durations in durations(),
+            phase in 0..10 * MS,
+        ) {
+            let total: u64 = durations.iter().sum();
+            let ticks: Vec<u64> = (0..total / (10 * MS) + 3).map(|k| phase + k * 10 * MS).collect();
+            let run = Run { durations, ticks, publish_delay: 0 };
+            for i in run.late() {
+                prop_assert!(
+                    run.durations[i] + 30 * MS + 2 * RES >= DEADLINE,
+                    "hook {i} took {} ns: {run:?}", run.durations[i]
+                );
+            }
+        }
+    }
+}
