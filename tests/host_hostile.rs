@@ -549,6 +549,64 @@ fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
     assert!(host.tools().is_empty());
 }
 
+/// An emit on one thread whose hooks are timed from the ticker (hundreds of
+/// hooks under the default 10 s hook deadline), and whose runtime dies
+/// while a hook is pending: the driver judges and feeds the hooks that
+/// finished, the step it was on is lost, and the host stays usable.
+#[test]
+fn an_emit_whose_runtime_dies_among_ticked_hooks_is_settled_and_the_host_stays_usable() {
+    const QUICK: usize = 300;
+    let log = Log::default();
+    let (_dir, host) = host_with(|o| o);
+    let hook_log = log.clone();
+    host.discover([ExtensionDefinition::from_fn("hooks", move |cx| {
+        let log = hook_log.clone();
+        async move {
+            for _ in 0..QUICK {
+                let log = log.clone();
+                cx.on_event(move |_event| {
+                    log.push("quick");
+                    async { Ok(()) }
+                })?;
+            }
+            let waits = log.clone();
+            cx.on_event(move |_event| {
+                waits.push("waits");
+                std::future::pending()
+            })?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let host = host.clone();
+        let log = log.clone();
+        runtime.block_on(async move {
+            host.activate("hooks").await.unwrap();
+            tokio::spawn(async move { host.emit(Event::new("tick", json!({}))).await });
+            within(log.until(|l| l.count("waits") > 0)).await;
+        });
+        // Dropping the runtime drops the emit's driver, its pending hook
+        // with it.
+        drop(runtime);
+    }
+    assert_eq!(log.count("quick"), QUICK);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(within(async {
+        assert_eq!(host.status("hooks"), Some(Status::Active));
+        host.dispose().await.unwrap();
+    }));
+    assert_eq!(host.status("hooks"), Some(Status::Disposed));
+    assert_eq!(log.count("waits"), 1, "the lost hook was not run again");
+}
+
 #[test]
 fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
     let messages = support::capture::Captured::default();
