@@ -335,6 +335,15 @@ impl Extension for Pending {
     }
 }
 
+/// Each hook diagnostic's place, and whether it says the hook timed out.
+fn timeouts(report: &EmitReport) -> Vec<(usize, bool)> {
+    report
+        .diagnostics
+        .iter()
+        .map(|d| (d.hook_index, d.message.contains("did not settle within")))
+        .collect()
+}
+
 /// Hooks under the host's hook deadline (H-12), on both runtime flavours: a
 /// hook that blocks its thread past the deadline and then returns `Ok`
 /// times out (its completion belongs to the deadline, even on one thread
@@ -368,13 +377,8 @@ async fn hooks_past_the_deadline_time_out_and_the_rest_run() {
     let report = soon(host.emit(Event::new("tick", json!({"n": 7}))))
         .await
         .unwrap();
-    let timed_out: Vec<_> = report
-        .diagnostics
-        .iter()
-        .map(|d| (d.hook_index, d.message.contains("did not settle within")))
-        .collect();
     assert_eq!(
-        timed_out,
+        timeouts(&report),
         [(0, true), (1, true)],
         "{:?}",
         report.diagnostics
@@ -436,13 +440,8 @@ async fn hooks_timed_from_ticks_on_one_thread_time_out_alone() {
     let report = soon(host.emit(Event::new("tick", json!({}))))
         .await
         .unwrap();
-    let diagnostics: Vec<_> = report
-        .diagnostics
-        .iter()
-        .map(|d| (d.hook_index, d.message.contains("did not settle within")))
-        .collect();
     assert_eq!(
-        diagnostics,
+        timeouts(&report),
         [(QUICK, false), (QUICK + 1, true), (QUICK + 3, true)],
         "{:?}",
         report.diagnostics

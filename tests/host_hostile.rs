@@ -509,6 +509,14 @@ async fn item6_a_spawned_task_calling_the_host_cannot_hang_with_default_options(
     *slot.lock().unwrap() = None;
 }
 
+/// A current-thread runtime with timers and I/O.
+fn one_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
     let log = Log::default();
@@ -538,10 +546,7 @@ fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
         Some(Status::Failed),
         "the lost step failed the activation; nothing stays activating"
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = one_thread_runtime();
     runtime.block_on(within(async {
         host.activate("fine").await.unwrap();
         host.dispose().await.unwrap();
@@ -579,10 +584,7 @@ fn an_emit_whose_runtime_dies_among_ticked_hooks_is_settled_and_the_host_stays_u
     })])
     .unwrap();
     {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = one_thread_runtime();
         let host = host.clone();
         let log = log.clone();
         runtime.block_on(async move {
@@ -595,10 +597,7 @@ fn an_emit_whose_runtime_dies_among_ticked_hooks_is_settled_and_the_host_stays_u
         drop(runtime);
     }
     assert_eq!(log.count("quick"), QUICK);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = one_thread_runtime();
     runtime.block_on(within(async {
         assert_eq!(host.status("hooks"), Some(Status::Active));
         host.dispose().await.unwrap();
@@ -612,10 +611,7 @@ fn dropping_the_last_handle_without_dispose_warns_naming_the_extensions() {
     let messages = support::capture::Captured::default();
     let log = Log::default();
     tracing::subscriber::with_default(messages.clone(), || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = one_thread_runtime();
         runtime.block_on(within(async {
             let (_dir, host) = host_with(|o| o);
             host.discover([
