@@ -69,6 +69,10 @@ pub(crate) struct HookTimes {
     _use: TickerUse,
     deadline: Duration,
     last_tick: u64,
+    /// The mark at the start, apart so that a run in which the tick never
+    /// moved allocates nothing.
+    first: Mark,
+    /// The marks after it.
     marks: Vec<Mark>,
 }
 
@@ -77,15 +81,19 @@ impl HookTimes {
     pub(crate) fn start(ticker: &'static Ticker, deadline: Duration) -> Self {
         let use_ = ticker.enter();
         let tick = ticker.tick();
-        let mut times = Self {
+        Self {
             ticker,
             _use: use_,
             deadline,
             last_tick: tick,
+            first: Mark {
+                at: 0,
+                tick,
+                reading: coarse_clock::now(),
+                later: None,
+            },
             marks: Vec::new(),
-        };
-        times.mark(0, tick);
-        times
+        }
     }
 
     /// `at` hooks have finished; the next starts. One atomic load unless
@@ -121,14 +129,16 @@ impl HookTimes {
 
     /// Looks up the later readings that ticks up to `now` made known.
     fn resolve(&mut self, now: u64) {
-        for mark in self.marks.iter_mut().rev() {
+        let ticker = self.ticker;
+        let marks = self.marks.iter_mut().rev();
+        for mark in marks.chain(std::iter::once(&mut self.first)) {
             // Ticks rise from mark to mark: once one is resolved, or out of
             // the history, so is every earlier one.
             if mark.later.is_some() || mark.tick.saturating_add(2 + HISTORY) <= now {
                 break;
             }
             if mark.tick.saturating_add(2) <= now {
-                mark.later = self.ticker.reading(mark.tick + 2);
+                mark.later = ticker.reading(mark.tick + 2);
             }
         }
     }
@@ -141,20 +151,22 @@ impl HookTimes {
         timed_out: impl Fn(Duration) -> Failure,
     ) -> HookResults {
         let end = coarse_clock::now();
+        let res = coarse_clock::resolution();
+        if run_on_time(self.first.reading, end, res, self.deadline) {
+            return results;
+        }
         let tick = self.ticker.tick();
         self.resolve(tick);
-        self.marks.push(Mark {
+        let mut marks = Vec::with_capacity(self.marks.len() + 2);
+        marks.push(self.first);
+        marks.append(&mut self.marks);
+        marks.push(Mark {
             at: results.len(),
             tick,
             reading: end,
             later: None,
         });
-        let late = late_hooks(
-            &self.marks,
-            results.len(),
-            coarse_clock::resolution(),
-            self.deadline,
-        );
+        let late = late_hooks(&marks, results.len(), res, self.deadline);
         if late.is_empty() {
             return results;
         }
@@ -170,22 +182,28 @@ impl HookTimes {
     }
 }
 
+/// True when a run read at `first` and at `end` (coarse readings lagging by
+/// less than `res`) took less than `deadline`: every hook in it was on
+/// time.
+fn run_on_time(first: u64, end: u64, res: u64, deadline: Duration) -> bool {
+    end.saturating_sub(first).saturating_add(res) < nanos(deadline)
+}
+
+/// `d` in nanoseconds, saturating.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// The hooks, of `count` run one after another, that may have taken the
 /// `deadline` or longer, from the `marks` of their run (rising `at`, the
 /// first at 0 and the last at `count`) and a clock resolution of `res`
 /// nanoseconds.
 pub(crate) fn late_hooks(marks: &[Mark], count: usize, res: u64, deadline: Duration) -> Vec<usize> {
-    let d = u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX);
+    let d = nanos(deadline);
     let (Some(first), Some(last)) = (marks.first(), marks.last()) else {
         return (0..count).collect();
     };
-    // The whole run on time: every hook in it was.
-    if last
-        .reading
-        .saturating_sub(first.reading)
-        .saturating_add(res)
-        < d
-    {
+    if run_on_time(first.reading, last.reading, res, deadline) {
         return Vec::new();
     }
     let mut late = Vec::new();
