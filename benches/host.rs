@@ -20,6 +20,9 @@ use exthost::host::{
 use exthost::{ResourceLoader, ResourceRoot};
 use serde_json::{Value, json};
 
+mod support;
+use support::direct_hooks::{Hook, direct_hooks};
+
 const TOOLS_PER_EXTENSION: usize = 5;
 
 struct FiveTools(usize);
@@ -392,9 +395,6 @@ fn activation_of_the_nth(c: &mut Criterion) {
     group.finish();
 }
 
-/// A hook's closure as a host would hold it.
-type Hook = Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
-
 /// `emit` to 1,000 hooks of one extension, with the default options (a
 /// hook deadline) and without a hook deadline, against the same closures
 /// called in a plain sequential loop; on both runtime flavours. On the
@@ -406,15 +406,7 @@ fn emit_to_hooks(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let hooks = 1_000;
     let counter = Arc::new(AtomicU64::new(0));
-    let direct: Arc<[Hook]> = (0..hooks)
-        .map(|_| {
-            let counter = counter.clone();
-            Arc::new(move |_: Arc<Event>| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
-            }) as Hook
-        })
-        .collect();
+    let direct: Arc<[Hook]> = direct_hooks(hooks, &counter).into();
     let mut group = c.benchmark_group("emit_1000_hooks");
     group.sample_size(20);
     for (flavour, rt) in flavours() {

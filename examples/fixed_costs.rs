@@ -50,6 +50,10 @@ use exthost::{ResourceLoader, ResourceRoot};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
+#[path = "../benches/support/direct_hooks.rs"]
+mod direct_hooks;
+use direct_hooks::{Hook, direct_hooks};
+
 const HOOKS: usize = 1_000;
 
 /// `HOOKS` hooks that count the events they see.
@@ -87,7 +91,6 @@ impl Extension for Echo {
     }
 }
 
-type Hook = Arc<dyn Fn(Arc<Event>) -> BoxFuture<'static, Result<(), ExtensionError>> + Send + Sync>;
 type ToolFn = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ExtensionError>> + Send + Sync>;
 
 #[inline(never)]
@@ -278,7 +281,7 @@ fn run_pair(what: &str, rt: &Runtime, n: usize, dir: &std::path::Path) -> bool {
         "pair-emit" | "pair-emit-no-deadline" => {
             let counter = Arc::new(AtomicU64::new(0));
             let host = hooks_host(rt, dir, what == "pair-emit-no-deadline", &counter);
-            let direct = direct_hooks(&counter);
+            let direct = direct_hooks(HOOKS, &counter);
             let pairs = paired(
                 n,
                 || timed(|| measure_emit(rt, &host, 1)),
@@ -329,19 +332,6 @@ fn hooks_host(
     .unwrap();
     rt.block_on(host.activate("hooks")).unwrap();
     host
-}
-
-/// `HOOKS` closures that count the events they see, called directly.
-fn direct_hooks(counter: &Arc<AtomicU64>) -> Vec<Hook> {
-    (0..HOOKS)
-        .map(|_| {
-            let counter = counter.clone();
-            Arc::new(move |_: Arc<Event>| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                Box::pin(async { Ok(()) }) as BoxFuture<'static, Result<(), ExtensionError>>
-            }) as Hook
-        })
-        .collect()
 }
 
 fn main() {
@@ -399,7 +389,7 @@ fn main() {
             rt.block_on(host.dispose()).unwrap();
         }
         "direct-loop" => {
-            measure_direct_loop(&rt, &direct_hooks(&counter), n);
+            measure_direct_loop(&rt, &direct_hooks(HOOKS, &counter), n);
         }
         "activate" | "activate-no-deadline" => {
             let no_deadline = what == "activate-no-deadline";

@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use super::hook_watch::coarse_clock;
+use super::hook_watch::{coarse_clock, duration_nanos};
 use super::ticker::{HISTORY, Ticker, TickerUse};
 use crate::core::{Failure, HookResults};
 
@@ -51,16 +51,16 @@ pub(crate) fn ticker_for(count: usize, deadline: Duration) -> Option<&'static Ti
 
 /// One place where the loop saw the tick move, or read the clock anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Mark {
+struct Mark {
     /// How many hooks had finished: the mark sits between hook `at - 1`'s
     /// end and hook `at`'s start.
-    pub(crate) at: usize,
+    at: usize,
     /// The tick seen there, and at every later place up to the next mark.
-    pub(crate) tick: u64,
+    tick: u64,
     /// The loop's own coarse reading there, taken after the tick was seen.
-    pub(crate) reading: u64,
+    reading: u64,
     /// The reading of tick `tick + 2`, once known.
-    pub(crate) later: Option<u64>,
+    later: Option<u64>,
 }
 
 /// The timing of one run of hooks: see the module docs.
@@ -186,20 +186,15 @@ impl HookTimes {
 /// less than `res`) took less than `deadline`: every hook in it was on
 /// time.
 fn run_on_time(first: u64, end: u64, res: u64, deadline: Duration) -> bool {
-    end.saturating_sub(first).saturating_add(res) < nanos(deadline)
-}
-
-/// `d` in nanoseconds, saturating.
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    end.saturating_sub(first).saturating_add(res) < duration_nanos(deadline)
 }
 
 /// The hooks, of `count` run one after another, that may have taken the
 /// `deadline` or longer, from the `marks` of their run (rising `at`, the
 /// first at 0 and the last at `count`) and a clock resolution of `res`
 /// nanoseconds.
-pub(crate) fn late_hooks(marks: &[Mark], count: usize, res: u64, deadline: Duration) -> Vec<usize> {
-    let d = nanos(deadline);
+fn late_hooks(marks: &[Mark], count: usize, res: u64, deadline: Duration) -> Vec<usize> {
+    let d = duration_nanos(deadline);
     let (Some(first), Some(last)) = (marks.first(), marks.last()) else {
         return (0..count).collect();
     };

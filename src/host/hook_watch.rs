@@ -84,6 +84,11 @@ pub(crate) mod coarse_clock {
     }
 }
 
+/// `d` in nanoseconds, saturating (a deadline on the coarse clock's scale).
+pub(crate) fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Bits of the progress word that count finished hooks.
 const DONE_BITS: u32 = 24;
 const DONE_MASK: u64 = (1 << DONE_BITS) - 1;
@@ -155,7 +160,7 @@ impl BatchProgress {
             .saturating_add((word >> STARTED_SHIFT) << UNIT_SHIFT)
             .saturating_add(1 << UNIT_SHIFT)
             .saturating_add(coarse_clock::resolution());
-        let due = started.saturating_add(u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX));
+        let due = started.saturating_add(duration_nanos(deadline));
         // A reading of now lags too, so the wait is never short.
         let wait = Duration::from_nanos(due.saturating_sub(coarse_clock::now()));
         Watch { done, wait }
@@ -220,9 +225,7 @@ impl HookClock {
     fn start_at(started: u64, deadline: Duration) -> Self {
         Self {
             started,
-            on_time_within: u64::try_from(deadline.as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_sub(coarse_clock::resolution()),
+            on_time_within: duration_nanos(deadline).saturating_sub(coarse_clock::resolution()),
             deadline,
         }
     }
