@@ -28,7 +28,9 @@
 //! current-thread one.
 //!
 //! The paired modes, `pair-call`, `pair-call-deadline`, `pair-emit`,
-//! `pair-emit-no-deadline` and `pair-activate`, run the host's operation
+//! `pair-emit-no-deadline`, `pair-emit-worker`,
+//! `pair-emit-no-deadline-worker` (both sides in one task on the
+//! runtime's workers rather than from `block_on`) and `pair-activate`, run the host's operation
 //! and its counterpart (the direct call, the call through `tokio::spawn`,
 //! the direct loop, the spawn floor) N times each, interleaved and in
 //! alternating order, each timed on its own, and print the median and
@@ -220,6 +222,35 @@ fn paired(
     (h, f)
 }
 
+/// `paired` for an emit and the direct loop, in the task that awaits it.
+async fn paired_in_a_worker(
+    n: usize,
+    host: &ExtensionHost,
+    direct: &[Hook],
+) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut h, mut f) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        for host_first in [i % 2 == 0, i % 2 != 0] {
+            let start = Instant::now();
+            if host_first {
+                black_box(
+                    host.emit(Event::new("bench", json!({"n": 1})))
+                        .await
+                        .unwrap(),
+                );
+                h.push(start.elapsed());
+            } else {
+                let event = Arc::new(Event::new("bench", json!({"n": 1})));
+                for hook in direct {
+                    hook(event.clone()).await.unwrap();
+                }
+                f.push(start.elapsed());
+            }
+        }
+    }
+    (h, f)
+}
+
 /// The time `op` takes.
 fn timed(op: impl FnOnce()) -> Duration {
     let start = Instant::now();
@@ -287,6 +318,21 @@ fn run_pair(what: &str, rt: &Runtime, n: usize, dir: &std::path::Path) -> bool {
                 || timed(|| measure_emit(rt, &host, 1)),
                 || timed(|| measure_direct_loop(rt, &direct, 1)),
             );
+            rt.block_on(host.dispose()).unwrap();
+            report_pair(what, pairs);
+        }
+        "pair-emit-worker" | "pair-emit-no-deadline-worker" => {
+            // Both timed inside one task on the runtime's workers, where an
+            // agent's own tasks call the host, rather than from `block_on`'s
+            // thread, which is not one of them.
+            let counter = Arc::new(AtomicU64::new(0));
+            let no_deadline = what == "pair-emit-no-deadline-worker";
+            let host = hooks_host(rt, dir, no_deadline, &counter);
+            let direct = direct_hooks(HOOKS, &counter);
+            let in_task = host.clone();
+            let pairs = rt
+                .block_on(rt.spawn(async move { paired_in_a_worker(n, &in_task, &direct).await }))
+                .unwrap();
             rt.block_on(host.dispose()).unwrap();
             report_pair(what, pairs);
         }
