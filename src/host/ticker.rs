@@ -11,19 +11,21 @@
 //!   that instant after tick `k`'s reading and before tick `k + 2`'s.
 //! - The ticker runs only while a hook loop uses it ([`Ticker::enter`])
 //!   and for [`LINGER`] ticks after the last one left; then it parks, and
-//!   the next user wakes it. Nothing here is ever needed for soundness: a
+//!   the next user wakes it, through a [`ParkGate`] whose handshake loom
+//!   checks over every interleaving (`loom-tests`). Nothing here is ever needed for soundness: a
 //!   ticker that stalls, or never starts, only makes judgements lean
 //!   further toward the deadline.
 //! - The thread runs no extension code and takes no lock a hook loop holds
 //!   for longer than a copy of one reading.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
 use super::hook_watch::coarse_clock;
+use crate::park_gate::ParkGate;
 
 /// How often the ticker reads the clock while in use.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
@@ -41,10 +43,9 @@ pub(crate) struct Ticker {
     tick: AtomicU64,
     /// The readings of the last [`HISTORY`] ticks.
     readings: Mutex<Readings>,
-    /// Hook loops using the ticker now.
-    users: AtomicUsize,
-    /// False while the thread is parked (or about to).
-    running: AtomicBool,
+    /// The hook loops using the ticker now, and whether the thread runs
+    /// (the handshake that parks and wakes it, model-checked by loom).
+    gate: ParkGate,
     /// The thread, to wake it.
     thread: OnceLock<Thread>,
 }
@@ -63,7 +64,7 @@ pub(crate) struct TickerUse {
 
 impl Drop for TickerUse {
     fn drop(&mut self) {
-        self.ticker.users.fetch_sub(1, Ordering::SeqCst);
+        self.ticker.gate.leave();
     }
 }
 
@@ -92,8 +93,7 @@ impl Ticker {
                 first: 0,
                 values: VecDeque::with_capacity(HISTORY as usize),
             }),
-            users: AtomicUsize::new(0),
-            running: AtomicBool::new(true),
+            gate: ParkGate::new(),
             thread: OnceLock::new(),
         };
         // Tick 0 has a reading before anyone can see it.
@@ -104,7 +104,7 @@ impl Ticker {
     /// True unless the thread is parked (or about to be): a user now
     /// would not have to wake it.
     pub(crate) fn is_running(&self) -> bool {
-        self.running.load(Ordering::Relaxed)
+        self.gate.is_running()
     }
 
     /// The number of the last tick published.
@@ -125,15 +125,12 @@ impl Ticker {
     /// A hook loop starts to use the ticker: it ticks until the use ends
     /// (and [`LINGER`] ticks longer), woken if it was parked.
     pub(crate) fn enter(&'static self) -> TickerUse {
-        self.users.fetch_add(1, Ordering::SeqCst);
-        // The thread clears `running` before it reads `users` and parks
-        // only if that read saw none, so either it sees this use or this
-        // read sees it stopping, and wakes it.
-        if !self.running.load(Ordering::SeqCst) {
-            self.running.store(true, Ordering::SeqCst);
-            if let Some(thread) = self.thread.get() {
-                thread.unpark();
-            }
+        // Either the thread sees this user, or this user sees it stopping
+        // and wakes it (`ParkGate`).
+        if self.gate.enter()
+            && let Some(thread) = self.thread.get()
+        {
+            thread.unpark();
         }
         TickerUse { ticker: self }
     }
@@ -161,7 +158,7 @@ impl Ticker {
         loop {
             std::thread::sleep(PERIOD);
             self.advance();
-            if self.users.load(Ordering::SeqCst) > 0 {
+            if self.gate.in_use() {
                 idle = 0;
                 continue;
             }
@@ -170,14 +167,10 @@ impl Ticker {
                 continue;
             }
             idle = 0;
-            self.running.store(false, Ordering::SeqCst);
-            if self.users.load(Ordering::SeqCst) > 0 {
-                self.running.store(true, Ordering::SeqCst);
+            if !self.gate.stop() {
                 continue;
             }
-            while !self.running.load(Ordering::SeqCst) {
-                std::thread::park();
-            }
+            self.gate.wait_until_running();
             // Woken by a new user: its first tick now, not a period later.
             self.advance();
         }
@@ -223,15 +216,16 @@ mod tests {
 
     #[test]
     fn a_parked_ticker_wakes_for_its_next_user() {
-        // A ticker of its own, never started: it is parked as a thread
-        // would be, and `enter` marks it running.
+        // A ticker of its own, never started: stopped as its thread would
+        // be before parking, and `enter` marks it running.
         let ticker: &'static Ticker = Box::leak(Box::new(Ticker::new()));
-        ticker.running.store(false, Ordering::SeqCst);
+        assert!(ticker.gate.stop());
+        assert!(!ticker.is_running());
         let use_ = ticker.enter();
-        assert!(ticker.running.load(Ordering::SeqCst));
-        assert_eq!(ticker.users.load(Ordering::SeqCst), 1);
+        assert!(ticker.is_running());
+        assert!(ticker.gate.in_use());
         drop(use_);
-        assert_eq!(ticker.users.load(Ordering::SeqCst), 0);
+        assert!(!ticker.gate.in_use());
     }
 
     #[test]
