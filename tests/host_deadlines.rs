@@ -405,6 +405,21 @@ async fn hooks_past_the_deadline_time_out_on_many_threads() {
 /// hook blocks this one, for 1.4 s).
 #[tokio::test(flavor = "current_thread")]
 async fn hooks_timed_from_ticks_on_one_thread_time_out_alone() {
+    hooks_timed_from_ticks_time_out_alone().await;
+}
+
+/// The same on many threads, where the hooks run in a batch of their own
+/// whose watchdog reads the running hook's start off the ticker's ticks,
+/// and whose finished hooks are judged from them when the batch ends or
+/// is given up on: the blocking hook's batch is given up on at the
+/// deadline, the quick hooks before it keep their results, and the rest
+/// run in a fresh batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_timed_from_ticks_on_many_threads_time_out_alone() {
+    hooks_timed_from_ticks_time_out_alone().await;
+}
+
+async fn hooks_timed_from_ticks_time_out_alone() {
     // Enough hooks to wake the ticker if it is parked.
     const QUICK: usize = 300;
     let deadline = Duration::from_secs(1);

@@ -41,8 +41,8 @@ use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::deadlines::current_executor;
-use super::hook_times::{self, HookTimes};
-use super::hook_watch::{BatchProgress, BatchReporter, HookClock, MAX_BATCH, StillPending};
+use super::hook_times::{self, BatchTimes, HookTimes};
+use super::hook_watch::{BatchProgress, BatchReporter, HookClock, MAX_BATCH, Seen, StillPending};
 use super::shell::Inner;
 use super::ticker::Ticker;
 use super::trace::uncaused;
@@ -652,7 +652,9 @@ impl Driver {
     /// `deadline` from the moment it starts: each batch reports its
     /// progress in one atomic word ([`BatchProgress`]), and the watchdog
     /// here wakes once per deadline after the running hook's start (no
-    /// timer per hook). A result is kept as soon as its batch ends, so a
+    /// timer per hook). Where [`hook_times::ticker_for`] gives a ticker,
+    /// the batch is timed from its ticks ([`BatchTimes`]) rather than a
+    /// clock reading per hook. A result is kept as soon as its batch ends, so a
     /// driver dropped midway feeds what finished.
     async fn run_hooks_watched(
         &mut self,
@@ -663,10 +665,14 @@ impl Driver {
         deadline: Duration,
     ) -> HookResults {
         self.hooks_done = HookResults::new();
+        let ticker = hook_times::ticker_for(hooks.len().saturating_sub(start), deadline);
         let mut next = start;
         while next < hooks.len() {
             let end = hooks.len().min(next.saturating_add(MAX_BATCH));
-            let progress = Arc::new(BatchProgress::new());
+            let progress = Arc::new(match ticker {
+                Some(ticker) => BatchProgress::ticked(BatchTimes::new(ticker, deadline)),
+                None => BatchProgress::new(),
+            });
             let batch = HookBatch {
                 handlers: handlers.clone(),
                 hooks: hooks.clone(),
@@ -681,8 +687,9 @@ impl Driver {
             self.watched = Some(progress.clone());
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
             let mut first_watch = true;
+            let mut seen = Seen::default();
             let hook_timed_out = loop {
-                let watch = progress.watch(deadline);
+                let watch = progress.watch(deadline, &mut seen);
                 let due = Instant::now() + watch.wait;
                 // The batch gets a turn before the first timer is set: a
                 // batch that ends in it (hooks that return at once) never
@@ -711,7 +718,7 @@ impl Driver {
                 }
             };
             self.watched = None;
-            self.hooks_done.append(progress.take_results());
+            self.hooks_done.append(progress.take_results(hook_late));
             let at = start + self.hooks_done.len();
             if hook_timed_out {
                 self.hooks_done.push(Err(hook_late(deadline)));
@@ -838,7 +845,7 @@ impl Drop for Driver {
         shell.driver.clear();
         if let Some(progress) = self.watched.take() {
             progress.abandon_now();
-            self.hooks_done.append(progress.take_results());
+            self.hooks_done.append(progress.take_results(hook_late));
         }
         if let Some(times) = self.hook_times.take() {
             let done = std::mem::take(&mut self.hooks_done);
@@ -955,10 +962,15 @@ impl HookBatch {
         };
         for i in self.start..self.end {
             record_hook(self.recorder.as_deref(), self.op, &self.hooks, i);
-            let result = run_hook(self.handlers.get(i), &self.event).await;
-            // One coarse clock reading per hook: its end is the next one's
-            // start.
-            if !reporter.finish(result, hook_late) {
+            let mut run = run_hook(self.handlers.get(i), &self.event);
+            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
+            let (result, waited) = match first {
+                Poll::Ready(result) => (result, false),
+                Poll::Pending => (run.await, true),
+            };
+            // One coarse clock reading or one look at the ticker's tick
+            // per hook: its end is the next one's start.
+            if !reporter.finish(result, waited, hook_late) {
                 return;
             }
         }

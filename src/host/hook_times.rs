@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use super::hook_watch::{coarse_clock, duration_nanos};
+use super::coarse_clock::{self, duration_nanos};
 use super::ticker::{HISTORY, Ticker, TickerUse};
 use crate::core::{Failure, HookResults};
 
@@ -166,20 +166,32 @@ impl HookTimes {
             reading: end,
             later: None,
         });
-        let late = late_hooks(&marks, results.len(), res, self.deadline);
-        if late.is_empty() {
-            return results;
-        }
-        let mut late = late.into_iter().peekable();
-        results
-            .into_results()
-            .enumerate()
-            .map(|(i, result)| match late.next_if_eq(&i) {
-                Some(_) => Err(timed_out(self.deadline)),
-                None => result,
-            })
-            .collect()
+        with_late(results, &marks, res, self.deadline, timed_out)
     }
+}
+
+/// `results`, each hook that the `marks` of its run leave possibly late
+/// ([`late_hooks`]) replaced by `timed_out`'s failure.
+fn with_late(
+    results: HookResults,
+    marks: &[Mark],
+    res: u64,
+    deadline: Duration,
+    timed_out: impl Fn(Duration) -> Failure,
+) -> HookResults {
+    let late = late_hooks(marks, results.len(), res, deadline);
+    if late.is_empty() {
+        return results;
+    }
+    let mut late = late.into_iter().peekable();
+    results
+        .into_results()
+        .enumerate()
+        .map(|(i, result)| match late.next_if_eq(&i) {
+            Some(_) => Err(timed_out(deadline)),
+            None => result,
+        })
+        .collect()
 }
 
 /// True when a run read at `first` and at `end` (coarse readings lagging by
@@ -228,6 +240,154 @@ fn late_hooks(marks: &[Mark], count: usize, res: u64, deadline: Duration) -> Vec
         }
     }
     late
+}
+
+/// The timing of one batch of hooks run in a task of its own under a
+/// watchdog (many threads, [`super::hook_watch::BatchProgress`]), judged
+/// from the ticker as [`HookTimes`] judges a loop on one thread: the batch
+/// loads the tick after each hook and reads the clock only where it moved,
+/// after a hook that waited, and when it begins; its marks are shared, so
+/// the driver judges the finished hooks whether the batch ended or its
+/// watchdog gave up on it. The progress word carries, as the running
+/// hook's start, the tick seen just before it (as a [field](BatchTimes::field)).
+pub(crate) struct BatchTimes {
+    ticker: &'static Ticker,
+    _use: TickerUse,
+    deadline: Duration,
+    /// The tick when the batch was made: the word's fields count from it.
+    base_tick: u64,
+    /// The batch's marks, the one where it began first. Pushed to only
+    /// where the tick moved, before the word says the hook ended.
+    marks: std::sync::Mutex<Vec<Mark>>,
+}
+
+impl BatchTimes {
+    /// A batch to be timed under `deadline` with `ticker`, which ticks
+    /// while this lives.
+    pub(crate) fn new(ticker: &'static Ticker, deadline: Duration) -> Self {
+        let use_ = ticker.enter();
+        Self {
+            ticker,
+            _use: use_,
+            deadline,
+            base_tick: ticker.tick(),
+            marks: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn marks(&self) -> std::sync::MutexGuard<'_, Vec<Mark>> {
+        self.marks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The word's field for tick `tick`: counted from the batch's making,
+    /// plus one, so that 0 says the batch has not begun.
+    pub(crate) fn field(&self, tick: u64) -> u64 {
+        tick.saturating_sub(self.base_tick).saturating_add(1)
+    }
+
+    /// The tick a field stands for; `None` for 0 (not begun).
+    fn tick_of(&self, field: u64) -> Option<u64> {
+        field.checked_sub(1).map(|t| t + self.base_tick)
+    }
+
+    /// The batch begins now: its first mark, with a clock reading. Returns
+    /// the tick seen, for the word.
+    pub(crate) fn begin(&self) -> u64 {
+        let tick = self.ticker.tick();
+        let reading = coarse_clock::now();
+        self.marks().push(Mark {
+            at: 0,
+            tick,
+            reading,
+            later: None,
+        });
+        tick
+    }
+
+    /// `at` hooks of the batch have finished, the last after waiting if
+    /// `waited`; `last` is the tick the batch saw before. One atomic load
+    /// unless the tick moved or the hook waited. Returns the tick seen.
+    #[inline]
+    pub(crate) fn passed(&self, at: usize, last: u64, waited: bool) -> u64 {
+        let tick = self.ticker.tick();
+        if tick != last || waited {
+            self.mark(at, tick);
+        }
+        tick
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mark(&self, at: usize, tick: u64) {
+        let reading = coarse_clock::now();
+        self.marks().push(Mark {
+            at,
+            tick,
+            reading,
+            later: None,
+        });
+    }
+
+    /// The latest coarse instant, less the clock's resolution, at which the
+    /// batch can have started the hook it is on, from its word's `field`
+    /// and `seen_at`, the watchdog's reading when it first saw the batch
+    /// on that hook: the batch began the hook no later than the next tick's
+    /// publication, which came before the second tick's reading.
+    pub(crate) fn started_by(&self, field: u64, seen_at: u64) -> u64 {
+        let later = self
+            .tick_of(field)
+            .and_then(|tick| self.ticker.reading(tick.saturating_add(2)));
+        later.map_or(seen_at, |later| later.min(seen_at))
+    }
+
+    /// The first `results.len()` hooks' results, each that may have ended
+    /// past the deadline replaced by `timed_out`'s failure. `field` is the
+    /// word's field when the batch had finished them, and `end` a clock
+    /// reading taken after it did.
+    pub(crate) fn judge(
+        &self,
+        results: HookResults,
+        field: u64,
+        end: u64,
+        timed_out: impl Fn(Duration) -> Failure,
+    ) -> HookResults {
+        let count = results.len();
+        let res = coarse_clock::resolution();
+        let mut marks = {
+            let held = self.marks();
+            match held.first() {
+                // Not begun (nothing finished), or every hook on time.
+                None => return results,
+                Some(first) if run_on_time(first.reading, end, res, self.deadline) => {
+                    return results;
+                }
+                Some(_) => held
+                    .iter()
+                    .copied()
+                    .filter(|mark| mark.at <= count)
+                    .collect::<Vec<Mark>>(),
+            }
+        };
+        let Some(&first) = marks.first() else {
+            return results;
+        };
+        let now = self.ticker.tick();
+        for mark in &mut marks {
+            if mark.tick.saturating_add(2) <= now {
+                mark.later = self.ticker.reading(mark.tick + 2);
+            }
+        }
+        let tick = self.tick_of(field).unwrap_or(first.tick);
+        marks.push(Mark {
+            at: count,
+            tick,
+            reading: end,
+            later: (tick.saturating_add(2) <= now)
+                .then(|| self.ticker.reading(tick + 2))
+                .flatten(),
+        });
+        with_late(results, &marks, res, self.deadline, timed_out)
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +537,66 @@ mod tests {
             prop_oneof![0..2 * MS, 900 * MS..1_100 * MS, 0..3_000 * MS],
             1..12,
         )
+    }
+
+    /// Readings of a ticker ticking every 10 ms from 1 s.
+    fn steady(ticks: u64) -> Vec<u64> {
+        (0..ticks).map(|k| 1_000 * MS + k * 10 * MS).collect()
+    }
+
+    #[test]
+    fn a_batchs_running_hook_started_by_the_second_ticks_reading_or_when_first_seen() {
+        let ticker = Ticker::stopped_with(0, &steady(5));
+        let times = BatchTimes::new(ticker, Duration::from_secs(1));
+        for k in 5..8 {
+            ticker.push_reading(1_000 * MS + k * 10 * MS);
+        }
+        let seen_at = 2_000 * MS;
+        // Not begun: only the watchdog's sight bounds it, however many
+        // ticks came since the batch was made.
+        assert_eq!(times.started_by(0, seen_at), seen_at);
+        // On a hook after tick 5: begun before tick 7's reading.
+        assert_eq!(times.started_by(times.field(5), seen_at), 1_070 * MS);
+        // After tick 6: tick 8 has not come, so the sight it is.
+        assert_eq!(times.started_by(times.field(6), seen_at), seen_at);
+        // Seen earlier than the tick's reading: the sight.
+        assert_eq!(times.started_by(times.field(5), 1_060 * MS), 1_060 * MS);
+    }
+
+    #[test]
+    fn a_given_up_batchs_finished_hooks_are_judged_from_its_marks_and_ticks() {
+        let ticker = Ticker::stopped_with(0, &steady(5));
+        let times = BatchTimes::new(ticker, Duration::from_secs(1));
+        for reading in &steady(200)[5..] {
+            ticker.push_reading(*reading);
+        }
+        // Hook 0 quick; hook 1 blocked the thread about 1.4 s (the tick
+        // moved from 5 to 150 meanwhile); hook 2 quick; the batch then hung
+        // on hook 3 and was given up on at 3.6 s.
+        times
+            .marks()
+            .extend([mark(0, 5, 1_050 * MS, None), mark(2, 150, 2_500 * MS, None)]);
+        let mut results = HookResults::new();
+        results.push(Ok(()));
+        results.push(Ok(()));
+        results.push(Err(Failure::error("its own")));
+        let judged: Vec<_> = times
+            .judge(results, times.field(150), 3_600 * MS, late)
+            .into_results()
+            .map(|r| r.err().map(|f| f.to_string()))
+            .collect();
+        assert_eq!(
+            judged,
+            [
+                None,
+                Some(late(Duration::from_secs(1)).to_string()),
+                Some(Failure::error("its own").to_string())
+            ]
+        );
+    }
+
+    fn late(d: Duration) -> Failure {
+        Failure::error(format!("late after {d:?}"))
     }
 
     proptest! {

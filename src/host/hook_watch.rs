@@ -1,10 +1,16 @@
 //! H-12 for hooks under a deadline: what one batch of hooks, running in a
 //! task of its own, tells the watchdog in the emit's driver, at the cost of
-//! one coarse clock reading and one atomic update per hook.
+//! one coarse clock reading (or, timed from the ticker, one look at its
+//! tick) and one atomic update per hook.
 //!
 //! Architecture invariants:
-//! - Depends on nothing in `host/`, only on the core's `Failure` and
+//! - Depends in `host/` only on the clock and on [`BatchTimes`] (the
+//!   ticker's side of a batch), and on the core's `Failure` and
 //!   `HookResults`; only the driver uses it.
+//! - A batch timed from the ticker stores, as its running hook's start,
+//!   the tick it saw before the hook; its completions are judged when its
+//!   results are taken ([`BatchProgress::take_results`]), from the marks
+//!   it shared.
 //! - A batch's progress is one atomic word: when its running hook started,
 //!   whether the watchdog gave up on it, and how many hooks it finished.
 //!   The batch moves the word on only while the watchdog has not given up,
@@ -27,67 +33,9 @@ use std::time::Duration;
 
 use tokio::time::Sleep;
 
+use super::coarse_clock::{self, duration_nanos};
+use super::hook_times::BatchTimes;
 use crate::core::{Failure, HookResults};
-
-/// The system's coarse monotonic clock, in nanoseconds, where it has one;
-/// elsewhere the precise one.
-pub(crate) mod coarse_clock {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    use nix::time::{ClockId, clock_getres, clock_gettime};
-    use std::sync::OnceLock;
-
-    /// The clock's reading now: never ahead of the true time, and behind it
-    /// by less than [`resolution`].
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    pub(crate) fn now() -> u64 {
-        // The call cannot fail for a clock the system has; should it, the
-        // precise clock stands in (readings only ever lean later).
-        match clock_gettime(ClockId::CLOCK_MONOTONIC_COARSE) {
-            Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
-            Err(_) => match clock_gettime(ClockId::CLOCK_MONOTONIC) {
-                Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
-                Err(_) => 0,
-            },
-        }
-    }
-
-    /// How far a reading may lag the true time.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    pub(crate) fn resolution() -> u64 {
-        static RESOLUTION: OnceLock<u64> = OnceLock::new();
-        *RESOLUTION.get_or_init(|| match clock_getres(ClockId::CLOCK_MONOTONIC_COARSE) {
-            Ok(t) => nanos(t.tv_sec(), t.tv_nsec()),
-            // Unknown: a generous tick.
-            Err(_) => 10_000_000,
-        })
-    }
-
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn nanos(secs: i64, nanos: i64) -> u64 {
-        let secs = u64::try_from(secs).unwrap_or(0);
-        let nanos = u64::try_from(nanos).unwrap_or(0);
-        secs.saturating_mul(1_000_000_000).saturating_add(nanos)
-    }
-
-    /// The clock's reading now (the precise clock on this system).
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    pub(crate) fn now() -> u64 {
-        static BASE: OnceLock<std::time::Instant> = OnceLock::new();
-        let base = *BASE.get_or_init(std::time::Instant::now);
-        u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// How far a reading may lag the true time: none on this system.
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    pub(crate) fn resolution() -> u64 {
-        0
-    }
-}
-
-/// `d` in nanoseconds, saturating (a deadline on the coarse clock's scale).
-pub(crate) fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// Bits of the progress word that count finished hooks.
 const DONE_BITS: u32 = 24;
@@ -98,6 +46,8 @@ const ABANDONED: u64 = 1 << DONE_BITS;
 /// (about 1 ms) since the batch was made: 39 bits, some 18 years.
 const STARTED_SHIFT: u32 = DONE_BITS + 1;
 const UNIT_SHIFT: u32 = 20;
+/// The start's bits, once shifted down.
+const FIELD_MASK: u64 = u64::MAX >> STARTED_SHIFT;
 
 /// The most hooks one batch runs; the watchdog starts the next batch where
 /// one that finished all of its hooks stopped.
@@ -113,6 +63,29 @@ pub(crate) struct BatchProgress {
     /// A batch adds one only together with moving the word on, under this
     /// lock.
     failures: Mutex<Vec<(usize, Failure)>>,
+    /// Set when the batch is timed from the ticker ([`BatchTimes`]): the
+    /// word's start is then the tick seen before the running hook, and the
+    /// completions are judged when the results are taken.
+    times: Option<BatchTimes>,
+}
+
+/// What a watchdog saw of a batch timed from the ticker: the hook it was
+/// on, and the watchdog's clock reading when it first saw it there.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(Option<(usize, u64)>);
+
+impl Seen {
+    /// The reading when the batch was first seen having finished `done`
+    /// hooks, `now` if this is the first time.
+    fn at(&mut self, done: usize, now: u64) -> u64 {
+        match self.0 {
+            Some((seen, at)) if seen == done => at,
+            _ => {
+                self.0 = Some((done, now));
+                now
+            }
+        }
+    }
 }
 
 /// What a watchdog read off a batch's progress.
@@ -126,17 +99,28 @@ pub(crate) struct Watch {
 }
 
 impl BatchProgress {
-    /// A batch made now: its first hook starts no earlier than now.
+    /// A batch made now, timed with a clock reading per hook: its first
+    /// hook starts no earlier than now.
     pub(crate) fn new() -> Self {
+        Self::timed(None)
+    }
+
+    /// A batch made now, timed from the ticker.
+    pub(crate) fn ticked(times: BatchTimes) -> Self {
+        Self::timed(Some(times))
+    }
+
+    fn timed(times: Option<BatchTimes>) -> Self {
         Self {
             word: AtomicU64::new(0),
             base: coarse_clock::now(),
             failures: Mutex::new(Vec::new()),
+            times,
         }
     }
 
     fn units_since_base(&self, at: u64) -> u64 {
-        (at.saturating_sub(self.base) >> UNIT_SHIFT) & (u64::MAX >> STARTED_SHIFT)
+        (at.saturating_sub(self.base) >> UNIT_SHIFT) & FIELD_MASK
     }
 
     /// Moves the word from `from` (the batch's last word) to `to`; false
@@ -148,21 +132,30 @@ impl BatchProgress {
             .is_ok()
     }
 
-    /// What the watchdog waits for now, for a hook deadline of `deadline`.
-    pub(crate) fn watch(&self, deadline: Duration) -> Watch {
+    /// What the watchdog waits for now, for a hook deadline of `deadline`;
+    /// `seen` is what it saw of the batch before (used only for a batch
+    /// timed from the ticker).
+    pub(crate) fn watch(&self, deadline: Duration, seen: &mut Seen) -> Watch {
         let word = self.word.load(Ordering::Acquire);
+        // Read after the word: the batch was on its hook by then.
+        let now = coarse_clock::now();
         let done = (word & DONE_MASK) as usize;
-        // The start is stored rounded down to a unit and read off a clock
-        // that lags by up to its resolution: the true start may be up to
-        // both later than the stored one.
-        let started = self
-            .base
-            .saturating_add((word >> STARTED_SHIFT) << UNIT_SHIFT)
-            .saturating_add(1 << UNIT_SHIFT)
-            .saturating_add(coarse_clock::resolution());
+        let started = match &self.times {
+            // The start is stored rounded down to a unit and read off a
+            // clock that lags by up to its resolution: the true start may
+            // be up to both later than the stored one.
+            None => self
+                .base
+                .saturating_add((word >> STARTED_SHIFT) << UNIT_SHIFT)
+                .saturating_add(1 << UNIT_SHIFT),
+            // The tick seen before the hook, or the watchdog's first sight
+            // of it: see `BatchTimes::started_by`.
+            Some(times) => times.started_by(word >> STARTED_SHIFT, seen.at(done, now)),
+        }
+        .saturating_add(coarse_clock::resolution());
         let due = started.saturating_add(duration_nanos(deadline));
         // A reading of now lags too, so the wait is never short.
-        let wait = Duration::from_nanos(due.saturating_sub(coarse_clock::now()));
+        let wait = Duration::from_nanos(due.saturating_sub(now));
         Watch { done, wait }
     }
 
@@ -182,12 +175,16 @@ impl BatchProgress {
         self.word.fetch_or(ABANDONED, Ordering::AcqRel);
     }
 
-    /// The results of the hooks the batch finished, in order. Taken once
-    /// the batch ended or was given up on, so no more arrive.
-    pub(crate) fn take_results(&self) -> HookResults {
+    /// The results of the hooks the batch finished, in order, each that
+    /// may have ended past the deadline replaced by `timed_out`'s failure
+    /// where the batch is timed from the ticker (a batch timed per hook
+    /// judged each as it ended). Taken once the batch ended or was given
+    /// up on, so no more arrive.
+    pub(crate) fn take_results(&self, timed_out: impl Fn(Duration) -> Failure) -> HookResults {
         let failures =
             std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()));
-        let done = (self.word.load(Ordering::Acquire) & DONE_MASK) as usize;
+        let word = self.word.load(Ordering::Acquire);
+        let done = (word & DONE_MASK) as usize;
         // The batch adds failures in order, each below the count it moves
         // the word to; built so that none could be lost even if not.
         let mut results = HookResults::new();
@@ -196,7 +193,16 @@ impl BatchProgress {
             results.push(Err(failure));
         }
         results.push_ok(done.saturating_sub(results.len()));
-        results
+        match &self.times {
+            None => results,
+            // Read after the word: the batch had finished them by then.
+            Some(times) => times.judge(
+                results,
+                (word >> STARTED_SHIFT) & FIELD_MASK,
+                coarse_clock::now(),
+                timed_out,
+            ),
+        }
     }
 }
 
@@ -310,50 +316,109 @@ impl<F: Future<Output = Result<(), Failure>> + Unpin> Future for StillPending<F>
     }
 }
 
-/// The batch's side of its progress: it reads the clock once per hook,
-/// judges each completion against the deadline, and moves the word on.
+/// The batch's side of its progress: per hook it reads the clock and
+/// judges the completion against the deadline, or, timed from the ticker,
+/// loads the tick (the completions are judged when the results are
+/// taken); then it moves the word on.
 pub(crate) struct BatchReporter {
     progress: Arc<BatchProgress>,
     /// The word as this batch last wrote it.
     word: u64,
-    clock: HookClock,
+    timing: Timing,
+}
+
+/// How a batch times its hooks.
+enum Timing {
+    /// A clock reading per hook.
+    Clock(HookClock),
+    /// From the ticker: the tick the batch saw last.
+    Ticks(u64),
 }
 
 impl BatchReporter {
     /// The batch begins to run now: its first hook's deadline counts from
     /// here. `None` once the watchdog gave up on it.
     pub(crate) fn begin(progress: Arc<BatchProgress>, deadline: Duration) -> Option<Self> {
-        let started = coarse_clock::now();
-        let word = progress.units_since_base(started) << STARTED_SHIFT;
+        let (word, timing) = match &progress.times {
+            None => {
+                let started = coarse_clock::now();
+                (
+                    progress.units_since_base(started) << STARTED_SHIFT,
+                    Timing::Clock(HookClock::start_at(started, deadline)),
+                )
+            }
+            Some(times) => {
+                let tick = times.begin();
+                (
+                    (times.field(tick) & FIELD_MASK) << STARTED_SHIFT,
+                    Timing::Ticks(tick),
+                )
+            }
+        };
         progress.advance(0, word).then(|| Self {
             progress,
             word,
-            clock: HookClock::start_at(started, deadline),
+            timing,
         })
     }
 
-    /// The running hook finished with `result`, and the next one starts.
-    /// A result that came too late is the deadline's. False once the
-    /// watchdog gave up on the batch: then nothing is recorded and the
-    /// batch must stop.
+    /// The running hook finished with `result` (after waiting, if
+    /// `waited`), and the next one starts. A result that came too late is
+    /// the deadline's. False once the watchdog gave up on the batch: then
+    /// nothing is recorded and the batch must stop.
     pub(crate) fn finish(
         &mut self,
         result: Result<(), Failure>,
+        waited: bool,
         timed_out: impl FnOnce(Duration) -> Failure,
     ) -> bool {
-        self.finish_at(coarse_clock::now(), result, timed_out)
+        match &mut self.timing {
+            Timing::Clock(_) => self.finish_at(coarse_clock::now(), result, timed_out),
+            Timing::Ticks(last) => {
+                let done = self.word & DONE_MASK;
+                let Some(times) = &self.progress.times else {
+                    return false;
+                };
+                // The mark, if any, goes in before the word says the hook
+                // ended.
+                let tick = times.passed(done as usize + 1, *last, waited);
+                *last = tick;
+                let next = ((times.field(tick) & FIELD_MASK) << STARTED_SHIFT) | (done + 1);
+                self.record(next, result)
+            }
+        }
     }
 
-    /// [`BatchReporter::finish`] with the clock read at `now`.
+    /// [`BatchReporter::finish`] with the clock read at `now`, for a batch
+    /// timed per hook.
     fn finish_at(
         &mut self,
         now: u64,
         result: Result<(), Failure>,
         timed_out: impl FnOnce(Duration) -> Failure,
     ) -> bool {
-        let result = self.clock.judge_at(now, result, timed_out);
+        let result = match &mut self.timing {
+            Timing::Clock(clock) => clock.judge_at(now, result, timed_out),
+            Timing::Ticks(_) => result,
+        };
         let done = self.word & DONE_MASK;
         let next = (self.progress.units_since_base(now) << STARTED_SHIFT) | (done + 1);
+        self.record(next, result)
+    }
+
+    /// The running hook's start, for a batch timed per hook.
+    #[cfg(test)]
+    fn clock_started(&self) -> u64 {
+        match &self.timing {
+            Timing::Clock(clock) => clock.started,
+            Timing::Ticks(_) => 0,
+        }
+    }
+
+    /// Moves the word on to `next` with the running hook's `result`; false
+    /// once the watchdog gave up on the batch.
+    fn record(&mut self, next: u64, result: Result<(), Failure>) -> bool {
+        let done = self.word & DONE_MASK;
         let moved = match result {
             Ok(()) => self.progress.advance(self.word, next),
             Err(failure) => {
@@ -378,20 +443,6 @@ impl BatchReporter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_coarse_clock_goes_on_and_lags_the_precise_one_by_less_than_its_resolution() {
-        let base = std::time::Instant::now();
-        let first = coarse_clock::now();
-        std::thread::sleep(Duration::from_millis(30));
-        let second = coarse_clock::now();
-        let elapsed = u64::try_from(base.elapsed().as_nanos()).unwrap();
-        assert!(second > first, "the clock stood still: {first}, {second}");
-        // Each reading lags the true time by less than the resolution, so
-        // two readings differ by less than the true time plus it.
-        assert!(second - first < elapsed + coarse_clock::resolution());
-        assert!(second - first + coarse_clock::resolution() >= 30_000_000);
-    }
-
     fn late(d: Duration) -> Failure {
         Failure::error(format!("late after {d:?}"))
     }
@@ -400,10 +451,10 @@ mod tests {
     fn a_batch_records_results_in_order_with_their_failures() {
         let progress = Arc::new(BatchProgress::new());
         let mut batch = BatchReporter::begin(progress.clone(), Duration::from_secs(60)).unwrap();
-        assert!(batch.finish(Ok(()), late));
-        assert!(batch.finish(Err(Failure::error("second")), late));
-        assert!(batch.finish(Ok(()), late));
-        let results: Vec<_> = progress.take_results().into_results().collect();
+        assert!(batch.finish(Ok(()), false, late));
+        assert!(batch.finish(Err(Failure::error("second")), false, late));
+        assert!(batch.finish(Ok(()), false, late));
+        let results: Vec<_> = progress.take_results(late).into_results().collect();
         assert_eq!(results.len(), 3);
         assert!(results[0].is_ok() && results[2].is_ok());
         assert_eq!(results[1].as_ref().unwrap_err().message, "second");
@@ -413,13 +464,18 @@ mod tests {
     fn once_abandoned_a_batch_records_nothing_more() {
         let progress = Arc::new(BatchProgress::new());
         let mut batch = BatchReporter::begin(progress.clone(), Duration::from_secs(60)).unwrap();
-        assert!(batch.finish(Ok(()), late));
+        assert!(batch.finish(Ok(()), false, late));
         assert!(!progress.abandon(0), "hook 0 finished: it cannot time out");
         assert!(progress.abandon(1));
-        assert!(!batch.finish(Ok(()), late));
-        assert!(!batch.finish(Err(Failure::error("late")), late));
-        assert_eq!(progress.take_results().len(), 1);
-        assert_eq!(progress.watch(Duration::from_secs(1)).done, 1);
+        assert!(!batch.finish(Ok(()), false, late));
+        assert!(!batch.finish(Err(Failure::error("late")), false, late));
+        assert_eq!(progress.take_results(late).len(), 1);
+        assert_eq!(
+            progress
+                .watch(Duration::from_secs(1), &mut Seen::default())
+                .done,
+            1
+        );
         let never_begun = Arc::new(BatchProgress::new());
         never_begun.abandon_now();
         assert!(BatchReporter::begin(never_begun, Duration::from_secs(60)).is_none());
@@ -431,12 +487,12 @@ mod tests {
         let progress = Arc::new(BatchProgress::new());
         let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
         std::thread::sleep(deadline);
-        assert!(batch.finish(Ok(()), late));
+        assert!(batch.finish(Ok(()), false, late));
         // The next hook's time starts at the last one's end (read at once
         // here, so no scheduling delay can make it late).
-        let ended = batch.clock.started;
+        let ended = batch.clock_started();
         assert!(batch.finish_at(ended, Ok(()), late));
-        let results: Vec<_> = progress.take_results().into_results().collect();
+        let results: Vec<_> = progress.take_results(late).into_results().collect();
         assert_eq!(results[0].as_ref().unwrap_err().message, "late after 20ms");
         assert!(
             results[1].is_ok(),
@@ -451,14 +507,14 @@ mod tests {
         let res = coarse_clock::resolution();
         let progress = Arc::new(BatchProgress::new());
         let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
-        let start = batch.clock.started;
+        let start = batch.clock_started();
         // Readings one tick short of the deadline apart: the true times may
         // be a whole deadline apart, so the completion is the deadline's.
         assert!(batch.finish_at(start + d - res, Ok(()), late));
         // One nanosecond less than that: on time whatever the true times.
-        let next = batch.clock.started;
+        let next = batch.clock_started();
         assert!(batch.finish_at(next + d - res - 1, Ok(()), late));
-        let results: Vec<_> = progress.take_results().into_results().collect();
+        let results: Vec<_> = progress.take_results(late).into_results().collect();
         assert_eq!(results[0].as_ref().unwrap_err().message, "late after 100ms");
         assert!(results[1].is_ok());
     }
@@ -469,7 +525,7 @@ mod tests {
         let res = Duration::from_nanos(coarse_clock::resolution());
         let made = std::time::Instant::now();
         let progress = Arc::new(BatchProgress::new());
-        let watch = progress.watch(deadline);
+        let watch = progress.watch(deadline, &mut Seen::default());
         // Due no earlier than the deadline after the batch was made, and
         // no later than a unit and two ticks after that.
         assert!(made.elapsed() + watch.wait >= deadline);
@@ -478,8 +534,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         let mut batch = BatchReporter::begin(progress.clone(), deadline).unwrap();
         let finished = std::time::Instant::now();
-        assert!(batch.finish(Ok(()), late));
-        let later = progress.watch(deadline);
+        assert!(batch.finish(Ok(()), false, late));
+        let later = progress.watch(deadline, &mut Seen::default());
         assert_eq!(later.done, 1);
         assert!(finished.elapsed() + later.wait >= deadline);
         assert!(made.elapsed() + later.wait >= deadline + Duration::from_millis(50));

@@ -27,6 +27,7 @@
 
 mod call_options;
 mod calls;
+mod coarse_clock;
 mod code;
 mod contain;
 mod context;

@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
-use super::hook_watch::coarse_clock;
+use super::coarse_clock;
 use crate::park_gate::ParkGate;
 
 /// How often the ticker reads the clock while in use.
@@ -174,6 +174,33 @@ impl Ticker {
             // Woken by a new user: its first tick now, not a period later.
             self.advance();
         }
+    }
+}
+
+#[cfg(test)]
+impl Ticker {
+    /// A ticker whose thread never runs, its ticks from `first` on read
+    /// `readings` (for tests of what is judged from ticks).
+    pub(crate) fn stopped_with(first: u64, readings: &[u64]) -> &'static Ticker {
+        let ticker: &'static Ticker = Box::leak(Box::new(Ticker::new()));
+        {
+            let mut held = ticker.readings.lock().unwrap();
+            held.first = first;
+            held.values = readings.iter().copied().collect();
+        }
+        let last = first + readings.len() as u64 - 1;
+        ticker.tick.store(last, Ordering::SeqCst);
+        ticker
+    }
+
+    /// The next tick, with this reading (tests).
+    pub(crate) fn push_reading(&self, reading: u64) {
+        let tick = {
+            let mut held = self.readings.lock().unwrap();
+            held.values.push_back(reading);
+            held.first + held.values.len() as u64 - 1
+        };
+        self.tick.store(tick, Ordering::SeqCst);
     }
 }
 
