@@ -170,6 +170,14 @@ impl HookTimes {
     }
 }
 
+/// A batch's progress word field for tick `tick`: counted from the tick
+/// `base_tick` when the batch was made, plus one, so that 0 says the batch
+/// has not begun.
+#[inline]
+pub(crate) fn tick_field(tick: u64, base_tick: u64) -> u64 {
+    tick.saturating_sub(base_tick).saturating_add(1)
+}
+
 /// `results`, each hook that the `marks` of its run leave possibly late
 /// ([`late_hooks`]) replaced by `timed_out`'s failure.
 fn with_late(
@@ -279,10 +287,15 @@ impl BatchTimes {
         self.marks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The word's field for tick `tick`: counted from the batch's making,
-    /// plus one, so that 0 says the batch has not begun.
+    /// The word's field for tick `tick` ([`tick_field`]).
     pub(crate) fn field(&self, tick: u64) -> u64 {
-        tick.saturating_sub(self.base_tick).saturating_add(1)
+        tick_field(tick, self.base_tick)
+    }
+
+    /// The ticker, and the tick the fields count from: what the batch
+    /// needs per hook.
+    pub(crate) fn source(&self) -> (&'static Ticker, u64) {
+        (self.ticker, self.base_tick)
     }
 
     /// The tick a field stands for; `None` for 0 (not begun).
@@ -304,21 +317,12 @@ impl BatchTimes {
         tick
     }
 
-    /// `at` hooks of the batch have finished, the last after waiting if
-    /// `waited`; `last` is the tick the batch saw before. One atomic load
-    /// unless the tick moved or the hook waited. Returns the tick seen.
-    #[inline]
-    pub(crate) fn passed(&self, at: usize, last: u64, waited: bool) -> u64 {
-        let tick = self.ticker.tick();
-        if tick != last || waited {
-            self.mark(at, tick);
-        }
-        tick
-    }
-
+    /// `at` hooks of the batch have finished and the batch saw `tick`,
+    /// which moved since the last hook, or the last hook waited: a mark,
+    /// with a clock reading.
     #[cold]
     #[inline(never)]
-    fn mark(&self, at: usize, tick: u64) {
+    pub(crate) fn mark(&self, at: usize, tick: u64) {
         let reading = coarse_clock::now();
         self.marks().push(Mark {
             at,
