@@ -631,6 +631,44 @@ mod tests {
             }
         }
 
+        /// The watchdog never takes a batch's running hook to have begun
+        /// before it did: whatever the ticker did, the bound it reads off
+        /// the tick in the batch's word (and its own sight of the batch,
+        /// no earlier than the moment the batch saw that tick) plus the
+        /// clock's resolution is later than that moment.
+        #[test]
+        fn a_batchs_hook_is_never_taken_to_have_begun_before_it_did(
+            period in MS..25 * MS,
+            jitter in prop::collection::vec(0..40 * MS, 1..300),
+            stalls in prop::collection::vec(any::<bool>(), 0..300),
+            publish_delay in 0..MS,
+            moment in 0..1_000u64,
+            sight_after in prop_oneof![0..2 * MS, 0..3_000 * MS],
+        ) {
+            let mut ticks = Vec::new();
+            let mut t = 0;
+            for (n, j) in jitter.iter().enumerate() {
+                let stall = if stalls.get(n).copied().unwrap_or(false) { 1_500 * MS } else { 0 };
+                t += period + j + stall;
+                ticks.push(t);
+            }
+            let run = Run { durations: Vec::new(), ticks, publish_delay };
+            let moment = t * moment / 1_000;
+            let sight = moment + sight_after;
+            // The batch was made before the first tick came, and the
+            // watchdog knows the ticks published by its sight.
+            let ticker = Ticker::stopped_with(0, &[0]);
+            let times = BatchTimes::new(ticker, Duration::from_secs(1));
+            for k in 1..=run.seen(sight) {
+                ticker.push_reading(Run::read(run.ticks[(k - 1) as usize]));
+            }
+            let started = times.started_by(times.field(run.seen(moment)), Run::read(sight));
+            prop_assert!(
+                started + RES > moment,
+                "taken to begin by {started}, began at {moment}: {run:?}"
+            );
+        }
+
         /// With a ticker that ticked every 10 ms without stalling, a hook
         /// is judged late only if it took within three periods and two
         /// clock ticks of the deadline.
