@@ -4,8 +4,8 @@
 //! tick) and one atomic update per hook.
 //!
 //! Architecture invariants:
-//! - Depends in `host/` only on the clock and on [`BatchTimes`] (the
-//!   ticker's side of a batch), and on the core's `Failure` and
+//! - Depends in `host/` only on the clock, the ticker and [`BatchTimes`]
+//!   (the ticker's side of a batch), and on the core's `Failure` and
 //!   `HookResults`; only the driver uses it.
 //! - A batch timed from the ticker stores, as its running hook's start,
 //!   the tick it saw before the hook; its completions are judged when its
