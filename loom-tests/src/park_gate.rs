@@ -45,37 +45,54 @@ impl GateUnderTest for ParkGate {
     }
 }
 
-/// Seeded bug: the thread marks itself stopped and parks without looking
-/// for a user that arrived before it did, so that user, which saw it
-/// running, never wakes it.
+/// The users and the running flag of a seeded gate, with the parts both
+/// seeded gates share.
 #[derive(Debug)]
-pub struct NoRecheckGate {
+struct Flags {
     users: AtomicUsize,
     running: AtomicBool,
 }
 
-impl GateUnderTest for NoRecheckGate {
+impl Flags {
     fn new() -> Self {
         Self {
             users: AtomicUsize::new(0),
             running: AtomicBool::new(true),
         }
     }
+    fn leave(&self) {
+        self.users.fetch_sub(1, Ordering::AcqRel);
+    }
+    fn wait_until_running(&self) {
+        while !self.running.load(Ordering::Acquire) {
+            thread::park();
+        }
+    }
+}
+
+/// Seeded bug: the thread marks itself stopped and parks without looking
+/// for a user that arrived before it did, so that user, which saw it
+/// running, never wakes it.
+#[derive(Debug)]
+pub struct NoRecheckGate(Flags);
+
+impl GateUnderTest for NoRecheckGate {
+    fn new() -> Self {
+        Self(Flags::new())
+    }
     fn enter(&self) -> bool {
-        self.users.fetch_add(1, Ordering::SeqCst);
-        !self.running.swap(true, Ordering::SeqCst)
+        self.0.users.fetch_add(1, Ordering::SeqCst);
+        !self.0.running.swap(true, Ordering::SeqCst)
     }
     fn leave(&self) {
-        self.users.fetch_sub(1, Ordering::SeqCst);
+        self.0.leave();
     }
     fn stop(&self) -> bool {
-        self.running.store(false, Ordering::SeqCst);
+        self.0.running.store(false, Ordering::SeqCst);
         true
     }
     fn wait_until_running(&self) {
-        while !self.running.load(Ordering::SeqCst) {
-            thread::park();
-        }
+        self.0.wait_until_running();
     }
 }
 
@@ -83,41 +100,35 @@ impl GateUnderTest for NoRecheckGate {
 /// fences, so each side's load may miss the other's store (store
 /// buffering): the thread sees no user and the user sees it running.
 #[derive(Debug)]
-pub struct NoFenceGate {
-    users: AtomicUsize,
-    running: AtomicBool,
-}
+pub struct NoFenceGate(Flags);
 
 impl GateUnderTest for NoFenceGate {
     fn new() -> Self {
-        Self {
-            users: AtomicUsize::new(0),
-            running: AtomicBool::new(true),
-        }
+        Self(Flags::new())
     }
     fn enter(&self) -> bool {
-        self.users.fetch_add(1, Ordering::AcqRel);
-        if self.running.load(Ordering::Acquire) {
+        let Self(flags) = self;
+        flags.users.fetch_add(1, Ordering::AcqRel);
+        if flags.running.load(Ordering::Acquire) {
             return false;
         }
-        self.running.store(true, Ordering::Release);
+        flags.running.store(true, Ordering::Release);
         true
     }
     fn leave(&self) {
-        self.users.fetch_sub(1, Ordering::AcqRel);
+        self.0.leave();
     }
     fn stop(&self) -> bool {
-        self.running.store(false, Ordering::Release);
-        if self.users.load(Ordering::Acquire) > 0 {
-            self.running.store(true, Ordering::Release);
+        let Self(flags) = self;
+        flags.running.store(false, Ordering::Release);
+        if flags.users.load(Ordering::Acquire) > 0 {
+            flags.running.store(true, Ordering::Release);
             return false;
         }
         true
     }
     fn wait_until_running(&self) {
-        while !self.running.load(Ordering::Acquire) {
-            thread::park();
-        }
+        self.0.wait_until_running();
     }
 }
 

@@ -155,18 +155,19 @@ impl HookTimes {
         if run_on_time(self.first.reading, end, res, self.deadline) {
             return results;
         }
-        let tick = self.ticker.tick();
-        self.resolve(tick);
         let mut marks = Vec::with_capacity(self.marks.len() + 2);
         marks.push(self.first);
         marks.append(&mut self.marks);
-        marks.push(Mark {
-            at: results.len(),
+        let tick = self.ticker.tick();
+        judge_run(
+            self.ticker,
+            marks,
+            results,
             tick,
-            reading: end,
-            later: None,
-        });
-        with_late(results, &marks, res, self.deadline, timed_out)
+            end,
+            self.deadline,
+            timed_out,
+        )
     }
 }
 
@@ -178,16 +179,33 @@ pub(crate) fn tick_field(tick: u64, base_tick: u64) -> u64 {
     tick.saturating_sub(base_tick).saturating_add(1)
 }
 
-/// `results`, each hook that the `marks` of its run leave possibly late
-/// ([`late_hooks`]) replaced by `timed_out`'s failure.
-fn with_late(
+/// The `results` of a run of hooks, each that may have ended past the
+/// `deadline` replaced by `timed_out`'s failure, judged from the run's
+/// `marks` (the first at its start) and a last one at its end, where the
+/// run saw `tick` and then read the clock at `end`. The readings of the
+/// ticks two after the marks' are looked up where the ticker has them.
+fn judge_run(
+    ticker: &Ticker,
+    mut marks: Vec<Mark>,
     results: HookResults,
-    marks: &[Mark],
-    res: u64,
+    tick: u64,
+    end: u64,
     deadline: Duration,
     timed_out: impl Fn(Duration) -> Failure,
 ) -> HookResults {
-    let late = late_hooks(marks, results.len(), res, deadline);
+    marks.push(Mark {
+        at: results.len(),
+        tick,
+        reading: end,
+        later: None,
+    });
+    let now = ticker.tick();
+    for mark in &mut marks {
+        if mark.later.is_none() && mark.tick.saturating_add(2) <= now {
+            mark.later = ticker.reading(mark.tick + 2);
+        }
+    }
+    let late = late_hooks(&marks, results.len(), coarse_clock::resolution(), deadline);
     if late.is_empty() {
         return results;
     }
@@ -284,7 +302,7 @@ impl BatchTimes {
     }
 
     fn marks(&self) -> std::sync::MutexGuard<'_, Vec<Mark>> {
-        self.marks.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.marks)
     }
 
     /// The word's field for tick `tick` ([`tick_field`]).
@@ -356,41 +374,40 @@ impl BatchTimes {
         timed_out: impl Fn(Duration) -> Failure,
     ) -> HookResults {
         let count = results.len();
-        let res = coarse_clock::resolution();
-        let mut marks = {
+        let (first, marks) = {
             let held = self.marks();
             match held.first() {
                 // Not begun (nothing finished), or every hook on time.
                 None => return results,
-                Some(first) if run_on_time(first.reading, end, res, self.deadline) => {
+                Some(first)
+                    if run_on_time(
+                        first.reading,
+                        end,
+                        coarse_clock::resolution(),
+                        self.deadline,
+                    ) =>
+                {
                     return results;
                 }
-                Some(_) => held
-                    .iter()
-                    .copied()
-                    .filter(|mark| mark.at <= count)
-                    .collect::<Vec<Mark>>(),
+                Some(&first) => (
+                    first,
+                    held.iter()
+                        .copied()
+                        .filter(|mark| mark.at <= count)
+                        .collect::<Vec<Mark>>(),
+                ),
             }
         };
-        let Some(&first) = marks.first() else {
-            return results;
-        };
-        let now = self.ticker.tick();
-        for mark in &mut marks {
-            if mark.tick.saturating_add(2) <= now {
-                mark.later = self.ticker.reading(mark.tick + 2);
-            }
-        }
         let tick = self.tick_of(field).unwrap_or(first.tick);
-        marks.push(Mark {
-            at: count,
+        judge_run(
+            self.ticker,
+            marks,
+            results,
             tick,
-            reading: end,
-            later: (tick.saturating_add(2) <= now)
-                .then(|| self.ticker.reading(tick + 2))
-                .flatten(),
-        });
-        with_late(results, &marks, res, self.deadline, timed_out)
+            end,
+            self.deadline,
+            timed_out,
+        )
     }
 }
 
@@ -536,6 +553,25 @@ mod tests {
         }
     }
 
+    /// When each tick is read: every `period` plus its `jitter`, and 1.5 s
+    /// more where `stalls` says the ticker stalled.
+    fn ticks(period: u64, jitter: &[u64], stalls: &[bool]) -> Vec<u64> {
+        let mut t = 0;
+        jitter
+            .iter()
+            .enumerate()
+            .map(|(n, j)| {
+                let stall = if stalls.get(n).copied().unwrap_or(false) {
+                    1_500 * MS
+                } else {
+                    0
+                };
+                t += period + j + stall;
+                t
+            })
+            .collect()
+    }
+
     fn durations() -> impl Strategy<Value = Vec<u64>> {
         prop::collection::vec(
             prop_oneof![0..2 * MS, 900 * MS..1_100 * MS, 0..3_000 * MS],
@@ -615,13 +651,7 @@ mod tests {
             stalls in prop::collection::vec(any::<bool>(), 0..600),
             publish_delay in 0..MS,
         ) {
-            let mut ticks = Vec::new();
-            let mut t = 0;
-            for (n, j) in jitter.iter().enumerate() {
-                let stall = if stalls.get(n).copied().unwrap_or(false) { 1_500 * MS } else { 0 };
-                t += period + j + stall;
-                ticks.push(t);
-            }
+            let ticks = ticks(period, &jitter, &stalls);
             let run = Run { durations, ticks, publish_delay };
             let late = run.late();
             for (i, &took) in run.durations.iter().enumerate() {
@@ -645,15 +675,10 @@ mod tests {
             moment in 0..1_000u64,
             sight_after in prop_oneof![0..2 * MS, 0..3_000 * MS],
         ) {
-            let mut ticks = Vec::new();
-            let mut t = 0;
-            for (n, j) in jitter.iter().enumerate() {
-                let stall = if stalls.get(n).copied().unwrap_or(false) { 1_500 * MS } else { 0 };
-                t += period + j + stall;
-                ticks.push(t);
-            }
+            let ticks = ticks(period, &jitter, &stalls);
+            let span = ticks.last().copied().unwrap_or(0);
             let run = Run { durations: Vec::new(), ticks, publish_delay };
-            let moment = t * moment / 1_000;
+            let moment = span * moment / 1_000;
             let sight = moment + sight_after;
             // The batch was made before the first tick came, and the
             // watchdog knows the ticks published by its sight.

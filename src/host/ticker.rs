@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use super::coarse_clock;
 use crate::park_gate::ParkGate;
+use crate::sync::lock;
 
 /// How often the ticker reads the clock while in use.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
@@ -117,7 +118,7 @@ impl Ticker {
     /// published; `None` once it fell out of the history or before the
     /// tick came.
     pub(crate) fn reading(&self, tick: u64) -> Option<u64> {
-        let readings = self.readings.lock().unwrap_or_else(|p| p.into_inner());
+        let readings = lock(&self.readings);
         let at = usize::try_from(tick.checked_sub(readings.first)?).ok()?;
         readings.values.get(at).copied()
     }
@@ -139,7 +140,7 @@ impl Ticker {
     fn advance(&self) {
         let reading = coarse_clock::now();
         let tick = {
-            let mut readings = self.readings.lock().unwrap_or_else(|p| p.into_inner());
+            let mut readings = lock(&self.readings);
             if readings.values.len() as u64 == HISTORY {
                 readings.values.pop_front();
                 readings.first += 1;
@@ -184,7 +185,7 @@ impl Ticker {
     pub(crate) fn stopped_with(first: u64, readings: &[u64]) -> &'static Ticker {
         let ticker: &'static Ticker = Box::leak(Box::new(Ticker::new()));
         {
-            let mut held = ticker.readings.lock().unwrap();
+            let mut held = lock(&ticker.readings);
             held.first = first;
             held.values = readings.iter().copied().collect();
         }
@@ -196,7 +197,7 @@ impl Ticker {
     /// The next tick, with this reading (tests).
     pub(crate) fn push_reading(&self, reading: u64) {
         let tick = {
-            let mut held = self.readings.lock().unwrap();
+            let mut held = lock(&self.readings);
             held.values.push_back(reading);
             held.first + held.values.len() as u64 - 1
         };
