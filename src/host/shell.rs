@@ -5,7 +5,7 @@
 //! - No extension code runs under the lock, and no extension data is
 //!   dropped under it: what the core tells the shell to forget goes to a
 //!   graveyard that is emptied, inside containment, after the lock is
-//!   released.
+//!   released and before any outcome settled under it is delivered.
 //! - Every decision a caller can observe is the core's. This module only
 //!   drains the core's outbox after every input ([`Shell::drain`], the one
 //!   drain loop): table updates happen here, commands that run extension
@@ -97,6 +97,10 @@ pub(crate) struct Shell {
     pub hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
     pub disposers: HashMap<DisposerRef, DisposerFn>,
     pub publish_pending: bool,
+    /// The published snapshot holds handlers the shell let go of (shutdown
+    /// forgot every table): replace it by one over the emptied tables,
+    /// with no publication to announce (the registry did not change).
+    pub refresh_snapshot: bool,
     pub withdrawn: HashSet<OpId>,
     /// Bumped at every publication: the live hooks can only change then.
     pub generation: u64,
@@ -120,8 +124,9 @@ pub(crate) struct Shell {
     /// Extension data to drop once the lock is released.
     pub graveyard: Vec<Box<dyn Any + Send>>,
     /// Outcomes to hand to their callers once the snapshot that goes with
-    /// them is published and the lock released: a caller woken by its
-    /// outcome always sees the registry that outcome produced.
+    /// them is published, the lock released and the graveyard dropped: a
+    /// caller woken by its outcome always sees the registry that outcome
+    /// produced, and finds what the operation let go of dropped.
     pub deliveries: Vec<Delivery>,
     pub recorder: Option<Arc<Recorder>>,
 }
@@ -143,6 +148,7 @@ impl Shell {
             hooks: HashMap::default(),
             disposers: HashMap::new(),
             publish_pending: false,
+            refresh_snapshot: false,
             withdrawn: HashSet::new(),
             generation: 0,
             hook_handlers: None,
@@ -281,6 +287,13 @@ impl Shell {
                     self.tools.remove_mut(&t);
                     self.bury(handler);
                 }
+                // The cached handlers of the live hooks may hold forgotten
+                // ones: they go too, so nothing of a retired generation
+                // outlives the operation that retired it.
+                if !hooks.is_empty() {
+                    let body = self.hook_handlers.take();
+                    self.bury(body);
+                }
                 for h in hooks {
                     let body = self.hooks.remove(&h);
                     self.bury(body);
@@ -304,6 +317,7 @@ impl Shell {
                 self.bury(body);
                 let body = std::mem::take(&mut self.factories);
                 self.bury(body);
+                self.refresh_snapshot = true;
             }
             Effect::CancelCalls { calls } => {
                 // The driver asks the core what it awaits (the calls), and
@@ -438,7 +452,8 @@ impl Shell {
 /// A locked shell. When the guard is dropped it publishes a new snapshot if
 /// the core asked for one (so the snapshot includes every table change made
 /// under the same lock), releases the lock, wakes the driver if commands
-/// reached it, and only then drops the graveyard, inside containment.
+/// reached it, drops the graveyard, inside containment, and only then
+/// hands settled operations their outcomes.
 pub(crate) struct ShellGuard<'a> {
     guard: Option<MutexGuard<'a, Shell>>,
     published: &'a Published<ToolSnapshot>,
@@ -467,14 +482,16 @@ impl Drop for ShellGuard<'_> {
         // Most inputs (a tool call's start and end) leave nothing to do
         // after the lock.
         if !guard.publish_pending
+            && !guard.refresh_snapshot
             && !guard.wake_driver
             && guard.graveyard.is_empty()
             && guard.deliveries.is_empty()
         {
             return;
         }
-        let previous = std::mem::take(&mut guard.publish_pending)
-            .then(|| self.published.replace(guard.snapshot()));
+        let publish = std::mem::take(&mut guard.publish_pending);
+        let refresh = std::mem::take(&mut guard.refresh_snapshot);
+        let previous = (publish || refresh).then(|| self.published.replace(guard.snapshot()));
         let graveyard = std::mem::take(&mut guard.graveyard);
         let deliveries = std::mem::take(&mut guard.deliveries);
         let disposed = (!deliveries.is_empty()).then(|| guard.disposed.clone());
@@ -483,8 +500,14 @@ impl Drop for ShellGuard<'_> {
         if wake {
             self.wake.notify_one();
         }
-        if previous.is_some() {
+        if publish {
             self.changes.send_modify(|n| *n += 1);
+        }
+        // What the operation let go of is dropped before its outcome is
+        // delivered: a caller woken by its outcome finds it gone (H-14).
+        drop_contained(previous);
+        for body in graveyard {
+            drop_contained(body);
         }
         for delivery in deliveries {
             match delivery {
@@ -497,10 +520,6 @@ impl Drop for ShellGuard<'_> {
                     }
                 }
             }
-        }
-        drop_contained(previous);
-        for body in graveyard {
-            drop_contained(body);
         }
     }
 }
