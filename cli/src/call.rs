@@ -10,6 +10,7 @@ use exthost::host::{ExtensionHost, HostError, HostOptions, InProcessFactories};
 use exthost::{ResourceLoader, ResourceRoot};
 use serde_json::Value;
 
+use crate::text::{esc, path};
 use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
 
 /// Arguments of `exthost call`.
@@ -75,10 +76,8 @@ pub(crate) fn print_failures(
         writeln!(
             err,
             "exthost: {}: {} ({})",
-            f.file
-                .as_ref()
-                .map_or_else(String::new, |p| p.display().to_string()),
-            f.reason,
+            f.file.as_deref().map_or_else(String::new, path),
+            esc(f.reason),
             exthost::process::bounded(&f.message)
         )?;
     }
@@ -175,7 +174,7 @@ pub(crate) fn run(
             if supervisor.forced() {
                 writeln!(err, "exthost: second signal: killed the servers' process groups")?;
             } else if let Some(Err(e)) = &disposed {
-                writeln!(err, "exthost: shutdown: {}", describe(e))?;
+                writeln!(err, "exthost: shutdown: {}", esc(&describe(e)))?;
             }
             return Ok(code);
         }
@@ -190,27 +189,23 @@ pub(crate) fn run(
             Ok(value) => {
                 writeln!(
                     err,
-                    "exthost: called {name}; started: {}",
+                    "exthost: called {}; started: {}",
+                    esc(&name),
                     if started.is_empty() {
                         "nothing".to_owned()
                     } else {
-                        started.join(", ")
+                        crate::text::list(&started)
                     }
                 )?;
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(value)
-                        .map_err(|e| Failure::failed(e.to_string()))?
-                )?;
+                writeln!(out, "{}", crate::text::json(value)?)?;
             }
             Err(e) => {
-                writeln!(err, "exthost: {}", describe(e))?;
+                writeln!(err, "exthost: {}", esc(&describe(e)))?;
                 code = EXIT_FAILED;
             }
         }
         if let Err(e) = disposed {
-            writeln!(err, "exthost: shutdown: {}", describe(&e))?;
+            writeln!(err, "exthost: shutdown: {}", esc(&describe(&e)))?;
             code = EXIT_FAILED;
         }
         Ok(code)

@@ -11,6 +11,7 @@ use exthost::manifest::{
 };
 use serde_json::{Value, json};
 
+use crate::text::{esc, list, path};
 use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
 
 /// Arguments of `exthost inspect`.
@@ -92,11 +93,11 @@ fn trigger_json(t: &Trigger) -> Value {
 fn trigger_text(t: &Trigger) -> String {
     match t {
         Trigger::Eager => "eager (at host start)".into(),
-        Trigger::HookEvent { events } => format!("first hook event ({})", events.join(", ")),
+        Trigger::HookEvent { events } => format!("first hook event ({})", list(events)),
         Trigger::ProviderSelection { providers } => {
-            format!("provider selection ({})", providers.join(", "))
+            format!("provider selection ({})", list(providers))
         }
-        Trigger::ToolCall { tools } => format!("tool call ({})", tools.join(", ")),
+        Trigger::ToolCall { tools } => format!("tool call ({})", list(tools)),
         Trigger::UserAction => "user action".into(),
     }
 }
@@ -148,7 +149,8 @@ pub(crate) fn env_warning(name: &str) -> Option<&'static str> {
     None
 }
 
-/// An argument as a shell would need it: bare when plain, quoted otherwise.
+/// An argument as a shell would need it: bare when plain, otherwise
+/// escaped ([`esc`]) and in double quotes.
 fn shell_word(word: &str) -> String {
     if !word.is_empty()
         && word
@@ -157,7 +159,7 @@ fn shell_word(word: &str) -> String {
     {
         word.to_owned()
     } else {
-        format!("{word:?}")
+        format!("\"{}\"", esc(word).replace('"', "\\\""))
     }
 }
 
@@ -178,7 +180,7 @@ fn process_json(r: &Runtime) -> Value {
 fn runtime_text(r: &Runtime) -> String {
     match r {
         Runtime::InProcess => "in-process".into(),
-        Runtime::Process(p) => format!("process ({})", p.command()),
+        Runtime::Process(p) => format!("process ({})", shell_word(p.command())),
     }
 }
 
@@ -254,22 +256,18 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
             "extensions": extensions,
             "invalid": invalid,
         });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| Failure::failed(e.to_string()))?
-        )?;
+        writeln!(out, "{}", crate::text::json(&report)?)?;
     } else {
         writeln!(
             out,
             "{} valid manifest(s), {} invalid in {} (nothing was started)",
             valid.len(),
             errors.len(),
-            args.dir.display()
+            path(&args.dir)
         )?;
         for v in &valid {
             let m = &v.manifest;
-            writeln!(out, "\n{} ({})", m.id(), v.file.display())?;
+            writeln!(out, "\n{} ({})", esc(m.id()), path(&v.file))?;
             writeln!(out, "  class: {}", m.classification().as_str())?;
             writeln!(out, "  runtime: {}", runtime_text(m.runtime()))?;
             if let Runtime::Process(p) = m.runtime() {
@@ -291,12 +289,12 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
                     if p.env().is_empty() {
                         String::new()
                     } else {
-                        format!(", plus {}", p.env().join(", "))
+                        format!(", plus {}", list(p.env()))
                     }
                 )?;
                 for name in p.env() {
                     if let Some(why) = env_warning(name) {
-                        writeln!(out, "  warning: environment name {name} {why}")?;
+                        writeln!(out, "  warning: environment name {} {why}", esc(name))?;
                     }
                 }
             }
@@ -306,7 +304,7 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
                 trigger_text(&m.earliest_trigger())
             )?;
             if !m.hooks().is_empty() {
-                writeln!(out, "  hooks: {}", m.hooks().join(", "))?;
+                writeln!(out, "  hooks: {}", list(m.hooks()))?;
             }
             let tools = m.dormant_tools();
             if tools.is_empty() {
@@ -317,36 +315,29 @@ pub(crate) fn run(args: &InspectArgs, out: &mut dyn Write) -> Outcome {
                     writeln!(
                         out,
                         "    {}  api name {}  schema sha256 {}",
-                        t.runtime_name,
-                        api(&t.runtime_name),
+                        esc(&t.runtime_name),
+                        esc(&api(&t.runtime_name)),
                         t.schema_digest
                     )?;
                 }
             }
             for n in &v.notices {
-                writeln!(out, "  notice: {n}")?;
+                writeln!(out, "  notice: {}", esc(&n.to_string()))?;
             }
         }
         for e in &errors {
-            writeln!(
-                out,
-                "\nINVALID {}",
-                e.file().map_or_else(
-                    || args.dir.display().to_string(),
-                    |f| f.display().to_string()
-                )
-            )?;
+            writeln!(out, "\nINVALID {}", path(e.file().unwrap_or(&args.dir)))?;
             writeln!(out, "  reason: {}", e.reason_code())?;
             writeln!(
                 out,
                 "  pointer: {}",
                 if e.pointer().is_empty() {
-                    "(the whole document)"
+                    "(the whole document)".to_owned()
                 } else {
-                    e.pointer()
+                    esc(e.pointer())
                 }
             )?;
-            writeln!(out, "  message: {}", e.message())?;
+            writeln!(out, "  message: {}", esc(e.message()))?;
         }
     }
     Ok(if errors.is_empty() {

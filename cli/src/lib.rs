@@ -51,6 +51,7 @@ mod lock;
 mod resources;
 mod serve;
 pub mod signals;
+mod text;
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: u8 = 0;
@@ -127,10 +128,32 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let text = e.render().to_string();
+            // clap quotes the arguments it refuses, raw (and strips what
+            // looks like styling from them). When an argument holds a
+            // character the escaping function would change, the refusal
+            // is told from clap's context instead, every value escaped.
+            let hostile = args.iter().any(|a| {
+                let a = a.to_string_lossy();
+                text::esc(&a) != a
+            });
+            let text = if hostile && e.use_stderr() {
+                let mut told = format!("error: {}\n", e.kind());
+                for (kind, value) in e.context() {
+                    if kind == clap::error::ContextKind::Usage {
+                        continue;
+                    }
+                    told.push_str(&format!("  {kind}: {}\n", text::esc(&value.to_string())));
+                }
+                told.push_str("\nFor more information, try '--help'.\n");
+                told
+            } else {
+                text
+            };
             return if e.use_stderr() {
                 let _ = write!(err, "{text}");
                 EXIT_USAGE
@@ -152,7 +175,9 @@ where
     match result {
         Ok(code) => code,
         Err(Failure { code, message }) => {
-            let _ = writeln!(err, "exthost: {message}");
+            // The one choke point of every command's refusal: paths and
+            // names in `message` are escaped here, once.
+            let _ = writeln!(err, "exthost: {}", text::esc(&message));
             code
         }
     }

@@ -42,6 +42,7 @@ use exthost::{ResourceLoader, ResourceRoot};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 
+use crate::text::{esc, path};
 use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
 
 /// Arguments of `exthost lock`.
@@ -258,11 +259,7 @@ pub(crate) fn run(args: &LockArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .any(|r| matches!(r.status, Status::Failed { .. } | Status::Drifted));
     if args.json {
         let document = json_report(&args.dir, args.check, &reports, !failed);
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&document).map_err(|e| Failure::failed(e.to_string()))?
-        )?;
+        writeln!(out, "{}", crate::text::json(&document)?)?;
     } else {
         print_summary(out, &reports, args.check)?;
     }
@@ -602,7 +599,7 @@ fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn list(names: &[String]) -> String {
-    names.join(", ")
+    crate::text::list(names)
 }
 
 fn print_text(out: &mut dyn Write, r: &Report) -> std::io::Result<()> {
@@ -612,17 +609,21 @@ fn print_text(out: &mut dyn Write, r: &Report) -> std::io::Result<()> {
         Status::Locked => writeln!(
             out,
             "{}: locked {count} {tools}, wrote {}",
-            r.id,
-            r.file.display()
+            esc(&r.id),
+            path(&r.file)
         )?,
-        Status::Unchanged => writeln!(out, "{}: unchanged, {count} {tools}", r.id)?,
-        Status::Matches => writeln!(out, "{}: matches its declarations, {count} {tools}", r.id)?,
+        Status::Unchanged => writeln!(out, "{}: unchanged, {count} {tools}", esc(&r.id))?,
+        Status::Matches => writeln!(
+            out,
+            "{}: matches its declarations, {count} {tools}",
+            esc(&r.id)
+        )?,
         Status::Drifted => writeln!(
             out,
             "{}: DIFFERS from its declarations ({count} live {tools}); run `exthost lock` to pin them",
-            r.id
+            esc(&r.id)
         )?,
-        Status::Skipped(why) => writeln!(out, "{}: skipped: {why}", r.id)?,
+        Status::Skipped(why) => writeln!(out, "{}: skipped: {why}", esc(&r.id))?,
         Status::Failed {
             code,
             message,
@@ -630,12 +631,14 @@ fn print_text(out: &mut dyn Write, r: &Report) -> std::io::Result<()> {
         } => {
             let tool = tool
                 .as_ref()
-                .map_or_else(String::new, |t| format!(" (tool {t:?})"));
+                .map_or_else(String::new, |t| format!(" (tool \"{}\")", esc(t)));
             writeln!(
                 out,
-                "{}: FAILED{tool}: {code}: {message}; {} not written",
-                r.id,
-                r.file.display()
+                "{}: FAILED{tool}: {}: {}; {} not written",
+                esc(&r.id),
+                esc(code),
+                esc(message),
+                path(&r.file)
             )?;
             return Ok(());
         }
@@ -652,7 +655,7 @@ fn print_text(out: &mut dyn Write, r: &Report) -> std::io::Result<()> {
             if i > 0 {
                 line.push_str(", ");
             }
-            let _ = write!(line, "{name} ({})", fields.join(", "));
+            let _ = write!(line, "{} ({})", esc(name), fields.join(", "));
         }
         writeln!(out, "  changed: {line}")?;
     }

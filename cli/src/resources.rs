@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use exthost::{ResourceLoader, ResourceRoot, validate_id_segment};
 
+use crate::text::{esc, list};
 use crate::{EXIT_FAILED, EXIT_OK, Failure, Outcome};
 
 /// Arguments of `exthost resources`.
@@ -57,9 +58,9 @@ pub(crate) fn run(args: &ResourcesArgs, out: &mut dyn Write, err: &mut dyn Write
     match loader.load_text(&args.path) {
         Ok(Some(resource)) => {
             if args.quiet {
-                writeln!(out, "{}", resource.root_id)?;
+                writeln!(out, "{}", esc(&resource.root_id))?;
             } else {
-                writeln!(out, "root: {}", resource.root_id)?;
+                writeln!(out, "root: {}", esc(&resource.root_id))?;
                 write!(out, "{}", resource.content)?;
                 if !resource.content.is_empty() && !resource.content.ends_with('\n') {
                     writeln!(out)?;
@@ -71,8 +72,8 @@ pub(crate) fn run(args: &ResourcesArgs, out: &mut dyn Write, err: &mut dyn Write
             writeln!(
                 err,
                 "exthost: {} is in none of the roots ({})",
-                args.path,
-                loader.root_ids().join(", ")
+                esc(&args.path),
+                list(&loader.root_ids())
             )?;
             Ok(EXIT_FAILED)
         }

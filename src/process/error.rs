@@ -51,16 +51,35 @@ impl std::fmt::Display for ProcessFault {
     }
 }
 
-/// The one escaping function for text that comes from a child (P-7): every
-/// error message and diagnostic that embeds what a server sent (a JSON-RPC
-/// error message, a line, its stderr, a cursor) goes through it. Control
-/// characters (newlines, ESC, BEL: no forged lines, no ANSI or OSC
-/// sequences), format characters (U+202E and the other bidirectional
-/// controls, zero-width characters), line and paragraph separators,
-/// private-use and unassigned code points, and the backslash are written as
-/// escapes (`\n`, `\u{1b}`, `\\`); everything else is kept.
-pub fn escape_child_text(text: &str) -> String {
+/// True for a character that must never reach a terminal, a log or a
+/// report raw: control characters (newlines, ESC, BEL, DEL, the C1 range:
+/// no forged lines, no ANSI or OSC sequences), format characters (U+202E
+/// and the other bidirectional controls, zero-width characters), line and
+/// paragraph separators, private-use and unassigned code points.
+fn must_escape(c: char) -> bool {
     use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    matches!(
+        c.general_category(),
+        G::Control
+            | G::Format
+            | G::LineSeparator
+            | G::ParagraphSeparator
+            | G::PrivateUse
+            | G::Surrogate
+            | G::Unassigned
+    )
+}
+
+/// The one escaping function for text shown to a person (P-7): text from
+/// a child (a JSON-RPC error message, a line, its stderr, a cursor) and
+/// every path, command, argument and name the `exthost` commands print
+/// goes through it. The characters of `must_escape` (controls such as
+/// newline, ESC and BEL; format characters such as U+202E; separators;
+/// private-use and unassigned code points) and the backslash are written
+/// as escapes (`\n`, `\u{1b}`, `\\`); everything else is kept, so the
+/// result is one line that cannot drive a terminal, and it reads back
+/// unambiguously.
+pub fn escape_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -68,20 +87,32 @@ pub fn escape_child_text(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if matches!(
-                c.general_category(),
-                G::Control
-                    | G::Format
-                    | G::LineSeparator
-                    | G::ParagraphSeparator
-                    | G::PrivateUse
-                    | G::Surrogate
-                    | G::Unassigned
-            ) =>
-            {
+            c if must_escape(c) => {
                 out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
             }
             c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The same escaping for a JSON document (`serialized`, as `serde_json`
+/// wrote it, compact or pretty): every character [`escape_text`] escapes
+/// that `serde_json` leaves raw inside strings (DEL, the C1 controls,
+/// U+202E and the other format characters, separators, private-use and
+/// unassigned code points) becomes a JSON `\uXXXX` escape (a surrogate
+/// pair above U+FFFF). The document still decodes to the same values, byte
+/// for byte; only the layout's own newlines stay raw.
+pub fn escape_json_text(serialized: &str) -> String {
+    let mut out = String::with_capacity(serialized.len());
+    for c in serialized.chars() {
+        if c != '\n' && must_escape(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
         }
     }
     out
@@ -99,12 +130,12 @@ impl CodedError for ProcessFault {
 }
 
 /// At most [`MAX_QUOTED_BYTES`] bytes of `bytes`, lossily decoded and
-/// escaped ([`escape_child_text`]), in quotes, with the total length when
+/// escaped ([`escape_text`]), in quotes, with the total length when
 /// something was cut.
 pub fn quote_prefix(bytes: &[u8]) -> String {
     let cut = bytes.len().min(MAX_QUOTED_BYTES);
     let text = String::from_utf8_lossy(&bytes[..cut]);
-    let escaped = escape_child_text(&text).replace('"', "\\\"");
+    let escaped = escape_text(&text).replace('"', "\\\"");
     if cut < bytes.len() {
         format!("\"{escaped}\"... ({} bytes in all)", bytes.len())
     } else {
@@ -113,11 +144,11 @@ pub fn quote_prefix(bytes: &[u8]) -> String {
 }
 
 /// `text` cut to at most [`MAX_QUOTED_BYTES`] bytes (on a character
-/// boundary) and escaped ([`escape_child_text`]), for error texts that may
+/// boundary) and escaped ([`escape_text`]), for error texts that may
 /// embed what the child sent.
 pub fn bounded(text: &str) -> String {
     if text.len() <= MAX_QUOTED_BYTES {
-        return escape_child_text(text);
+        return escape_text(text);
     }
     let mut cut = MAX_QUOTED_BYTES;
     while !text.is_char_boundary(cut) {
@@ -125,7 +156,7 @@ pub fn bounded(text: &str) -> String {
     }
     format!(
         "{}... ({} bytes in all)",
-        escape_child_text(&text[..cut]),
+        escape_text(&text[..cut]),
         text.len()
     )
 }
@@ -144,6 +175,20 @@ mod tests {
     }
 
     #[test]
+    fn json_keeps_its_values_and_loses_every_raw_format_character() {
+        let value =
+            serde_json::json!({"path": "a\u{202e}b\u{7f}\u{9b}c\n\u{1b}", "e": "\u{f0000}"});
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let escaped = escape_json_text(&pretty);
+        assert!(
+            escaped.chars().all(|c| c == '\n' || !must_escape(c)),
+            "{escaped:?}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
     fn child_text_cannot_forge_lines_or_drive_the_terminal() {
         let hostile = "bad\nexthost: called x\r\x1b[31mred\x1b]0;t\x07 \u{202e}exe \u{2028}\\";
         let escaped = bounded(hostile);
@@ -157,9 +202,6 @@ mod tests {
             escaped,
             "bad\\nexthost: called x\\r\\u{1b}[31mred\\u{1b}]0;t\\u{7} \\u{202e}exe \\u{2028}\\\\"
         );
-        assert_eq!(
-            escape_child_text("caf\u{e9} \u{1F600}"),
-            "caf\u{e9} \u{1F600}"
-        );
+        assert_eq!(escape_text("caf\u{e9} \u{1F600}"), "caf\u{e9} \u{1F600}");
     }
 }

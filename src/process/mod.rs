@@ -50,7 +50,9 @@ use crate::host::{
 use crate::manifest::{Manifest, ProcessRuntime, Runtime};
 
 pub use client::client_info;
-pub use error::{MAX_QUOTED_BYTES, ProcessFault, bounded, escape_child_text, quote_prefix};
+pub use error::{
+    MAX_QUOTED_BYTES, ProcessFault, bounded, escape_json_text, escape_text, quote_prefix,
+};
 pub use listing::{MAX_LIST_BYTES, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 pub use monitor::{ListChange, ProcessMonitor};
 pub use proxy::result_value;

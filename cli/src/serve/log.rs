@@ -27,10 +27,10 @@ impl Log {
 
     /// Writes `exthost serve: <text>`, with `text` escaped by the one
     /// escaping function for what servers send
-    /// ([`exthost::process::escape_child_text`], P-7): no control,
+    /// ([`exthost::process::escape_text`], P-7): no control,
     /// format or bidirectional character reaches the log.
     pub(crate) fn line(&self, text: &str) {
-        let escaped = exthost::process::escape_child_text(text);
+        let escaped = exthost::process::escape_text(text);
         if let Ok(mut out) = self.0.lock() {
             let _ = writeln!(out, "exthost serve: {escaped}");
             let _ = out.flush();
