@@ -58,7 +58,7 @@ pub use monitor::{ListChange, ProcessMonitor};
 pub use proxy::result_value;
 pub use shutdown::ShutdownOutcome;
 pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
-pub use stderr::{MAX_STDERR_KEPT, StderrDiagnostic};
+pub use stderr::{MAX_STDERR_KEPT, STDERR_TAIL_BYTES, StderrDiagnostic};
 pub use transport::{
     MAX_LINE_BYTES, MAX_REFUSED_SERVER_REQUESTS, MAX_SERVER_REQUESTS_IN_FLIGHT,
     STDIN_WRITE_DEADLINE,
@@ -395,17 +395,27 @@ impl ProcessExtension {
         Ok(())
     }
 
-    /// Adds a bounded quote of the child's stderr to an activation error.
+    /// Adds the last [`STDERR_TAIL_BYTES`] of the child's stderr,
+    /// escaped ([`escape_text`]), to an activation error: a program's own
+    /// hint about why it failed comes last.
     fn with_stderr(&self, error: ExtensionError) -> ExtensionError {
         let log = self.monitor.stderr();
         if log.total_bytes == 0 {
             return error;
         }
+        let what = if log.total_bytes > log.tail.len() as u64 {
+            format!(
+                "stderr ({} bytes, the last {})",
+                log.total_bytes,
+                log.tail.len()
+            )
+        } else {
+            format!("stderr ({} bytes)", log.total_bytes)
+        };
         let text = format!(
-            "{}; stderr ({} bytes): {}",
+            "{}; {what}: \"{}\"",
             error.message(),
-            log.total_bytes,
-            quote_prefix(&log.kept[..log.kept.len().min(MAX_QUOTED_BYTES)])
+            escape_text(&String::from_utf8_lossy(&log.tail)).replace('"', "\\\"")
         );
         match error.code() {
             Some(code) => ExtensionError::coded(code, text),

@@ -14,8 +14,19 @@ use super::error::ProcessFault;
 use crate::manifest::ProcessRuntime;
 
 /// Host variables every child gets when the host has them; the manifest's
-/// `runtime.env` adds more names.
-pub const BASE_ENV_ALLOW_LIST: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
+/// `runtime.env` adds more names. `SSL_CERT_FILE` and `SSL_CERT_DIR` say
+/// where the TLS trust store is (OpenSSL, rustls' native roots, uv, pip,
+/// Node with `--use-openssl-ca`): a child that downloads its package
+/// (`uvx`, `npx`) fails TLS without them on a machine that sets them.
+/// They name certificates, which are public; they carry no secret.
+pub const BASE_ENV_ALLOW_LIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "TERM",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
 
 /// The environment the child gets: the base allow-list, then the manifest's
 /// names, each with the host's value when the host has that variable.
