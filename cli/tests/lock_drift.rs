@@ -231,8 +231,7 @@ fn check_reports_alone(drift: impl FnOnce(&mut Vec<Value>), expected: Expected) 
     assert_eq!(fs::read(&file).unwrap(), locked, "--check writes nothing");
 
     exthost().args(["lock"]).arg(dir.path()).assert().code(0);
-    let manifest: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
-    assert_eq!(manifest["deferred"]["tools"], json!(tools));
+    assert_eq!(read(&file)["deferred"]["tools"], json!(tools));
     exthost()
         .args(["lock", "--check"])
         .arg(dir.path())
