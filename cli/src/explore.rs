@@ -12,12 +12,9 @@ use crate::{EXIT_OK, Failure, Outcome};
 /// Arguments of `exthost explore`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExploreArgs {
-    /// The bounds (the CI bounds unless `--full`).
+    /// The bounds (the CI bounds when no preset is given).
     #[command(flatten)]
     bounds: BoundsArgs,
-    /// Start from the default check's bounds instead of the CI bounds.
-    #[arg(long, conflicts_with = "ci")]
-    full: bool,
     /// Run the core with this seeded bug.
     #[arg(long)]
     mutant: Option<String>,
@@ -31,7 +28,9 @@ pub(crate) struct ExploreArgs {
 
 pub(crate) fn run(args: &ExploreArgs, out: &mut dyn Write) -> Outcome {
     let mut bounds = args.bounds.clone();
-    bounds.ci = !args.full;
+    if !(bounds.full || bounds.lifecycle || bounds.base) {
+        bounds.ci = true;
+    }
     let model = HostModel::with_mutant(
         bounds.bounds().map_err(Failure::usage)?,
         run::parse_mutant(args.mutant.as_deref()).map_err(Failure::usage)?,

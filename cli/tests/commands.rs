@@ -410,8 +410,8 @@ fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
     };
     let with = run(&[]);
     let without = run(&["--no-extension-symmetry"]);
-    assert_eq!(with["search"]["extension_symmetry"], true);
-    assert_eq!(without["search"]["extension_symmetry"], false);
+    assert_eq!(with["parts"][0]["search"]["extension_symmetry"], true);
+    assert_eq!(without["parts"][0]["search"]["extension_symmetry"], false);
     let unique = |r: &Value| r["totals"]["unique_states"].as_u64().expect("a count");
     assert!(
         unique(&with) < unique(&without),
@@ -431,54 +431,96 @@ fn check_without_extension_symmetry_keeps_more_states_and_the_same_verdicts() {
 }
 
 #[test]
-fn the_default_check_is_one_search_over_every_input() {
-    // No preset and no bound: the default check, one search over the
-    // default bounds with reload, the dependency and providers (cut at
-    // depth 3 here to stay fast).
-    let r = json_of(&["check", "--max-depth", "3", "--json"], 0);
-    assert_eq!(
-        r["bounds"],
-        serde_json::to_value(exthost_model::Bounds::full()).unwrap()
-    );
-    assert!(r.get("then").is_none(), "one search: {r}");
-    // The one search judges every invariant.
+fn a_part_of_the_default_check_runs_alone_and_says_so() {
+    // The smallest search of the default check, alone: complete, with
+    // the features its bounds include.
+    let r = json_of(&["check", "--part", "other-names", "--json"], 0);
+    assert_eq!(r["schema_version"], 2);
+    assert_eq!(r["check"], "part other-names of the default check");
+    let part = &r["parts"][0];
+    assert_eq!(part["name"], "other-names");
+    assert_eq!(part["kind"], "exhaustive");
+    assert_eq!(part["search"]["complete"], true);
+    assert_eq!(part["features"][0], "three-extensions");
+    assert_eq!(r["parts"].as_array().map(Vec::len), Some(1));
+    // Every invariant is judged in it.
     let judged = property_names(&r);
-    for inv in exthost_model::properties::INVARIANTS {
+    for inv in ["INV-1", "INV-4", "INV-10", "INV-14"] {
         assert!(judged.contains(&inv), "{inv} is judged");
     }
-    // The text report says it is the default check, and only one.
+    // An unknown part is bad usage, naming the parts there are.
     exthost()
-        .args(["check", "--max-depth", "3"])
+        .args(["check", "--part", "no-such-part"])
         .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "(the default check: every input in one search)",
-        ))
-        .stdout(predicate::str::contains("check 1 of").not())
-        .stdout(predicate::str::contains("  reload requests: 1\n"));
-    // Any preset or bound is one check too, without the heading.
-    let r = json_of(&["check", "--max-depth", "3", "--hooks", "1", "--json"], 0);
-    assert!(r.get("then").is_none(), "{r}");
+        .code(2)
+        .stderr(predicate::str::contains("requests+reload"));
 }
 
 #[test]
-fn a_default_check_that_fails_fails() {
-    // A seeded bug of the reload: the one search catches it (cut at depth
-    // 12 and stopped at the first counterexample to stay fast).
+fn a_swarm_shard_prints_its_seeds_and_repeats_exactly() {
+    let args = [
+        "check",
+        "--swarm",
+        "1/4",
+        "--swarm-members",
+        "2",
+        "--swarm-states",
+        "300",
+        "--threads",
+        "2",
+        "--json",
+    ];
+    let r = json_of(&args, 0);
+    let part = &r["parts"][0];
+    assert_eq!(part["kind"], "swarm");
+    assert_eq!(part["search"]["complete"], false);
+    assert_eq!(
+        part["bounds"],
+        serde_json::to_value(exthost_model::Bounds::full()).unwrap()
+    );
+    let members = part["swarm"]["members"].as_array().expect("members");
+    assert_eq!(members.len(), 2);
+    let seeds: Vec<u64> = members
+        .iter()
+        .map(|m| m["seed"].as_u64().expect("a seed"))
+        .collect();
+    let expected: Vec<u64> = (2..4)
+        .map(|i| exthost_model::plan::member_seed(exthost_model::plan::DEFAULT_SEED, i))
+        .collect();
+    assert_eq!(seeds, expected, "shard 1 of 4 runs members 2 and 3");
+    for m in members {
+        assert_eq!(m["unique_states"], 300);
+    }
+    // The same command gives the same states, however the threads ran.
+    let again = json_of(&args, 0);
+    assert_eq!(again["parts"][0]["swarm"], part["swarm"]);
+    // Bad shards and bounds with --swarm are bad usage.
+    for bad in [
+        &["--swarm", "4/4"][..],
+        &["--swarm", "x"],
+        &["--swarm", "0/2", "--ci"],
+    ] {
+        exthost().arg("check").args(bad).assert().code(2);
+    }
+}
+
+#[test]
+fn a_part_with_a_seeded_bug_fails_with_a_counterexample() {
+    // A seeded bug of the reload, in the part of the default check that
+    // catches it, stopped at the first counterexample.
     let r = json_of(
         &[
             "check",
+            "--part",
+            "reload+discovery",
             "--mutant",
             "ReloadNeverRetiresOld",
             "--fail-fast",
-            "--max-depth",
-            "12",
             "--json",
         ],
         1,
     );
     assert_eq!(r["ok"], false);
-    assert!(r.get("then").is_none(), "one search: {r}");
     let violated: Vec<&str> = r["properties"]
         .as_array()
         .expect("properties")
@@ -490,20 +532,39 @@ fn a_default_check_that_fails_fails() {
 }
 
 #[test]
+fn a_bound_needs_a_preset() {
+    exthost()
+        .args(["check", "--hooks", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a bound needs a preset"));
+    exthost()
+        .args(["check", "--ci", "--seed", "7"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--seed"));
+}
+
+#[test]
 fn check_json_follows_the_documented_schema() {
     let r = json_of(&[&["check"][..], &SMALL, &["--json"]].concat(), 0);
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(r["ok"], true);
     assert_eq!(r["mutant"], Value::Null);
-    assert_eq!(r["bounds"]["extensions"], 3);
-    assert_eq!(r["bounds_text"][0], "extensions: 3 (1 manifest)");
-    assert_eq!(r["search"]["strategy"], "dfs");
-    assert_eq!(r["search"]["complete"], false);
+    let part = &r["parts"][0];
+    assert_eq!(part["name"], "search");
+    assert_eq!(part["bounds"]["extensions"], 3);
+    assert_eq!(part["bounds_text"][0], "extensions: 3 (1 manifest)");
+    assert_eq!(part["search"]["strategy"], "dfs");
+    assert_eq!(part["search"]["complete"], false);
     assert_eq!(
-        r["search"]["extension_symmetry"], true,
+        part["search"]["extension_symmetry"], true,
         "a and b interchangeable"
     );
     for key in ["states", "unique_states", "max_depth", "seconds"] {
+        assert!(part["totals"][key].is_number(), "parts[0].totals.{key}");
+    }
+    for key in ["parts", "states", "unique_states", "seconds"] {
         assert!(r["totals"][key].is_number(), "totals.{key}");
     }
     let properties = r["properties"].as_array().expect("properties");
@@ -516,7 +577,7 @@ fn check_json_follows_the_documented_schema() {
     }
     let lifecycle_report = json_of(&["check", "--lifecycle", "--max-depth", "4", "--json"], 0);
     assert_eq!(
-        lifecycle_report["search"]["extension_symmetry"], false,
+        lifecycle_report["parts"][0]["search"]["extension_symmetry"], false,
         "b depends on m: no two extensions are interchangeable"
     );
     let listed = property_names(&lifecycle_report);
@@ -570,7 +631,9 @@ fn check_with_a_seeded_bug_exits_1_with_a_counterexample() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("INV-2 violated:"))
-        .stdout(predicate::str::contains("counterexample,"))
+        .stdout(predicate::str::contains(
+            "counterexample from the initial state,",
+        ))
         .stdout(predicate::str::contains("FAILED: see the verdicts above"));
     let out = exthost()
         .args(args)
@@ -598,7 +661,7 @@ fn check_with_a_seeded_bug_exits_1_with_a_counterexample() {
 #[test]
 fn check_refuses_bad_bounds_and_unknown_mutants_as_bad_usage() {
     exthost()
-        .args(["check", "--extensions", "0"])
+        .args(["check", "--ci", "--extensions", "0"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(

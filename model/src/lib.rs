@@ -30,12 +30,13 @@ pub mod command;
 pub mod meaning;
 pub mod model;
 pub mod mutants;
+pub mod plan;
 pub mod properties;
 pub mod render;
 pub mod run;
 pub mod scenario;
-pub mod shard;
 pub mod state;
+pub mod swarm;
 pub mod symmetry;
 
 pub use model::{Action, HostModel};

@@ -1,15 +1,13 @@
 //! `exthost-model`: model-check the exthost pure core from the command line.
 //!
 //! ```text
-//! exthost-model check [bounds] [--mutant NAME] [--threads N] [--json]
-//! exthost-model check [bounds] --shard I/N [--prefix-depth D] --json > shard-I.json
-//! exthost-model check --merge shard-*.json [--json]
-//! exthost-model mutants [--threads N] [--json]
+//! exthost-model check [--mutant NAME] [--seed S] [--threads N] [--json]    the default check
+//! exthost-model check --full|--base|--ci|--lifecycle [bounds] [--json]      one exhaustive search
+//! exthost-model check --swarm I/N [--seed S] [--json]                       one swarm shard
+//! exthost-model mutants [--whole] [--threads N] [--json]
 //! exthost-model explore [bounds] [--mutant NAME] [--port N]
 //! ```
 #![forbid(unsafe_code)]
-
-use std::collections::BTreeSet;
 
 /// The checker clones and drops millions of small states: mimalloc's
 /// thread-local free lists make that about a third cheaper than glibc's
@@ -22,9 +20,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use exthost_model::HostModel;
 use exthost_model::mutants::MUTANTS;
-use exthost_model::run::{
-    self, BoundsArgs, CheckArgs, Options, Progress, Stop, Strategy, parse_mutant, threads,
-};
+use exthost_model::plan::{DEFAULT_SEED, DEFAULT_SWARM_MEMBERS, DEFAULT_SWARM_STATES};
+use exthost_model::run::{self, BoundsArgs, CheckArgs, Plan, Progress, parse_mutant, threads};
 use serde::Serialize;
 use stateright::{Checker, Model};
 
@@ -42,12 +39,17 @@ struct Cli {
 enum Command {
     /// Explore every state within the bounds and judge every property.
     Check(CheckArgs),
-    /// Run every seeded bug under its small bounds and show which property
-    /// caught it.
+    /// Run every seeded bug against the part of the default check that
+    /// must catch it (or, with `--whole`, the whole default check) and
+    /// show which property caught it.
     Mutants {
         /// Checker threads.
         #[arg(long)]
         threads: Option<usize>,
+        /// Run the whole default check once per seeded bug (each about as
+        /// long as the default check) instead of its part.
+        #[arg(long)]
+        whole: bool,
         /// Print the results as JSON.
         #[arg(long)]
         json: bool,
@@ -103,6 +105,7 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
 #[derive(Serialize)]
 struct MutantRow {
     mutant: &'static str,
+    part: String,
     expected: Vec<&'static str>,
     caught_by: Vec<String>,
     missed: Vec<&'static str>,
@@ -111,17 +114,27 @@ struct MutantRow {
     seconds: f64,
 }
 
-fn all_mutants(threads: usize, json: bool) -> Result<ExitCode, String> {
+fn all_mutants(threads: usize, whole: bool, json: bool) -> Result<ExitCode, String> {
     let mut rows = Vec::new();
     for case in &MUTANTS {
-        let mut options = Options::new(case.bounds());
-        options.mutant = Some(case.mutant);
-        options.threads = threads;
-        options.strategy = Strategy::Bfs;
-        options.stop = Stop::AllOf(case.breaks.iter().copied().collect::<BTreeSet<_>>());
-        let report = run::check(&options, &mut |_| {});
-        let caught: Vec<String> = report
-            .properties
+        let report = if whole {
+            let plan = Plan::default_check(
+                Some(case.mutant),
+                threads,
+                DEFAULT_SEED,
+                DEFAULT_SWARM_MEMBERS,
+                DEFAULT_SWARM_STATES,
+            );
+            run::run_plan(&plan, &mut |_| {}, &mut |_| {})
+        } else {
+            run::run_plan(
+                &exthost_model::mutants::part_plan(case, threads)?,
+                &mut |_| {},
+                &mut |_| {},
+            )
+        };
+        let verdicts = report.verdicts();
+        let caught: Vec<String> = verdicts
             .iter()
             .filter(|v| v.result == "violated")
             .map(|v| v.name.clone())
@@ -130,24 +143,24 @@ fn all_mutants(threads: usize, json: bool) -> Result<ExitCode, String> {
             .breaks
             .iter()
             .copied()
-            .filter(|n| !report.violated(n))
+            .filter(|n| !caught.iter().any(|c| c == n))
             .collect();
-        let steps = case
-            .breaks
+        let steps = verdicts
             .iter()
-            .filter_map(|n| {
-                report
-                    .verdict(n)
-                    .and_then(|v| v.path_len)
-                    .map(|l| (n.to_string(), l))
-            })
+            .filter(|v| case.breaks.contains(&v.name.as_str()))
+            .filter_map(|v| v.path_len.map(|l| (v.name.clone(), l)))
             .collect();
         rows.push(MutantRow {
             mutant: case.name,
+            part: if whole {
+                "default check".into()
+            } else {
+                case.caught_in.into()
+            },
             expected: case.breaks.to_vec(),
             caught_by: caught,
             missed,
-            unique_states: report.unique_states,
+            unique_states: report.unique_states(),
             counterexample_steps: steps,
             seconds: report.seconds,
         });
@@ -160,8 +173,8 @@ fn all_mutants(threads: usize, json: bool) -> Result<ExitCode, String> {
         );
     } else {
         println!(
-            "{:<27} {:<14} {:<26} {:>8} {:>6}",
-            "mutant", "must break", "counterexample (steps)", "states", "time"
+            "{:<33} {:<20} {:<16} {:<22} {:>9} {:>6}",
+            "mutant", "run in", "must break", "counterexample (steps)", "states", "time"
         );
         for r in &rows {
             let found: Vec<String> = r
@@ -170,8 +183,9 @@ fn all_mutants(threads: usize, json: bool) -> Result<ExitCode, String> {
                 .map(|(n, l)| format!("{n} ({l})"))
                 .collect();
             println!(
-                "{:<27} {:<14} {:<26} {:>8} {:>5.1}s{}",
+                "{:<33} {:<20} {:<16} {:<22} {:>9} {:>5.1}s{}",
                 r.mutant,
+                r.part,
                 r.expected.join(","),
                 found.join(", "),
                 r.unique_states,
@@ -205,6 +219,10 @@ fn explore(
     port: u16,
     n: Option<usize>,
 ) -> Result<ExitCode, String> {
+    let mut bounds = bounds.clone();
+    if !(bounds.full || bounds.lifecycle || bounds.base) {
+        bounds.ci = true;
+    }
     let model = HostModel::with_mutant(bounds.bounds()?, parse_mutant(mutant_name)?);
     println!("serving the explorer on http://127.0.0.1:{port}/ (Ctrl-C stops it)");
     let checker = model
@@ -222,7 +240,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Check(args) => check(args),
-        Command::Mutants { threads: n, json } => all_mutants(threads(*n), *json),
+        Command::Mutants {
+            threads: n,
+            whole,
+            json,
+        } => all_mutants(threads(*n), *whole, *json),
         Command::Explore {
             bounds,
             mutant,

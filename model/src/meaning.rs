@@ -233,7 +233,6 @@ mod tests {
 
     use super::{MEANINGS, meaning};
     use crate::HostModel;
-    use crate::mutants::MUTANTS;
     use crate::scenario::Bounds;
     use stateright::Model as _;
 
@@ -245,7 +244,7 @@ mod tests {
             Bounds::ci_names(),
             Bounds::lifecycle(),
         ];
-        presets.extend(MUTANTS.iter().map(|c| c.bounds()));
+        presets.extend(crate::plan::searches().into_iter().map(|s| s.bounds));
         presets.push(Bounds {
             manifest: false,
             late: false,

@@ -6,24 +6,36 @@
 //! arguments) and `report` (verdicts as text and JSON, which reads the
 //! strategy from `args`); neither depends on this module.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use stateright::{Checker, Expectation, HasDiscoveries, Model};
+use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 
 mod args;
+mod parts;
 mod report;
 
 use report::expectation_name;
 
-pub use args::{BoundsArgs, CheckArgs, Options, Stop, Strategy, parse_mutant, threads};
+pub use args::{
+    BoundsArgs, CheckArgs, Options, Plan, PlannedSearch, PlannedSwarm, Stop, Strategy,
+    parse_mutant, parse_seed, parse_shard, threads,
+};
+pub use parts::{CheckReport, JSON_SCHEMA_VERSION, MemberSummary, Part};
 pub use report::{
-    Progress, Report, Step, Verdict, bounds_lines, bounds_text, json, json_runs, progress_line,
-    steps, text,
+    Progress, Report, Step, Verdict, bounds_lines, bounds_text, progress_line, steps, text,
+    text_verdicts, totals_text,
 };
 
-use crate::model::HostModel;
+/// The JSON and text forms of a whole check's report ([`CheckReport`]).
+pub mod whole {
+    pub use super::parts::{json, text};
+}
+
+use crate::model::{Action, HostModel};
 use crate::mutants::MutantCase;
 use crate::properties;
+use crate::state::State;
 
 fn finish<C: Checker<HostModel>>(
     checker: C,
@@ -46,9 +58,31 @@ fn finish<C: Checker<HostModel>>(
     }
     let checker = checker.join();
     let seconds = start.elapsed().as_secs_f64();
-    let model = checker.model();
-    let discoveries = checker.discoveries();
     let complete = options.max_depth.is_none() && options.stop == Stop::Never;
+    Report {
+        bounds: options.bounds.clone(),
+        mutant: options.mutant.map(|m| MutantCase::of(m).name.to_owned()),
+        strategy: options.strategy,
+        extension_symmetry: checker.model().pair.is_some(),
+        threads: options.threads,
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        seconds,
+        complete,
+        properties: verdicts(checker.model(), &checker.discoveries(), complete),
+    }
+}
+
+/// Every property's verdict from what a search discovered (each
+/// discovery a path from the initial state); `complete` when the search
+/// explored the whole bounded state space (a `sometimes` property not
+/// reached is then a failure).
+pub fn verdicts(
+    model: &HostModel,
+    discoveries: &HashMap<&'static str, Path<State, Action>>,
+    complete: bool,
+) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
     for property in model.properties() {
         let found = discoveries.get(property.name);
@@ -63,6 +97,7 @@ fn finish<C: Checker<HostModel>>(
                     reason: None,
                     path_len: None,
                     counterexample: None,
+                    found_in: None,
                 },
                 Some(path) => {
                     let check = properties::check(property.name);
@@ -89,6 +124,7 @@ fn finish<C: Checker<HostModel>>(
                         reason,
                         path_len: Some(states.len() - 1),
                         counterexample: Some(steps(model, states)),
+                        found_in: None,
                     }
                 }
             },
@@ -105,23 +141,71 @@ fn finish<C: Checker<HostModel>>(
                 reason: None,
                 path_len: found.map(|p| p.clone().into_actions().len()),
                 counterexample: None,
+                found_in: None,
             },
         };
         verdicts.push(verdict);
     }
-    Report {
+    verdicts
+}
+
+/// Runs a swarm ([`crate::swarm`]) over `options.bounds` with one member
+/// per seed, each exploring `states_per_member` distinct states, on
+/// `options.threads` threads; `progress` is called as members end. The
+/// report's totals add up the members (their visited sets overlap, so
+/// `unique_states` counts a state once per member that explored it).
+pub fn swarm(
+    options: &Options,
+    seeds: &[u64],
+    states_per_member: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> (Report, Vec<crate::swarm::Member>) {
+    let mut model = HostModel::with_mutant(options.bounds.clone(), options.mutant);
+    if !options.extension_symmetry {
+        model = model.without_extension_symmetry();
+    }
+    let start = Instant::now();
+    let done = std::sync::Mutex::new(Progress {
+        states: 0,
+        unique_states: 0,
+        max_depth: 0,
+        seconds: 0.0,
+    });
+    let result = crate::swarm::run_swarm(
+        &model,
+        seeds,
+        states_per_member,
+        options.threads,
+        &|member| {
+            let mut p = done.lock().unwrap_or_else(|e| e.into_inner());
+            p.states += member.states;
+            p.unique_states += member.unique_states;
+            p.max_depth = p.max_depth.max(member.max_depth);
+        },
+    );
+    let seconds = start.elapsed().as_secs_f64();
+    let members = result.members;
+    let complete = members.iter().any(|m| m.exhausted);
+    let report = Report {
         bounds: options.bounds.clone(),
         mutant: options.mutant.map(|m| MutantCase::of(m).name.to_owned()),
-        strategy: options.strategy,
-        extension_symmetry: checker.model().pair.is_some(),
+        strategy: Strategy::Swarm,
+        extension_symmetry: model.pair.is_some(),
         threads: options.threads,
-        states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
+        states: members.iter().map(|m| m.states).sum(),
+        unique_states: members.iter().map(|m| m.unique_states).sum(),
+        max_depth: members.iter().map(|m| m.max_depth).max().unwrap_or(0),
         seconds,
         complete,
-        properties: verdicts,
-    }
+        properties: verdicts(&model, &result.discoveries, complete),
+    };
+    progress(Progress {
+        states: report.states,
+        unique_states: report.unique_states,
+        max_depth: report.max_depth,
+        seconds,
+    });
+    (report, members)
 }
 
 /// Runs a check to its end, calling `progress` every two seconds.
@@ -145,6 +229,80 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     match options.strategy {
         Strategy::Bfs => finish(builder.spawn_bfs(), options, start, progress),
         Strategy::Dfs => finish(builder.spawn_dfs(), options, start, progress),
+        Strategy::Swarm => {
+            swarm(
+                options,
+                &[crate::plan::DEFAULT_SEED],
+                crate::plan::DEFAULT_SWARM_STATES,
+                progress,
+            )
+            .0
+        }
+    }
+}
+
+/// Runs a plan: its exhaustive searches in order, then its swarm. With
+/// `--fail-fast` (`Stop::FirstFailure`), a search with a counterexample
+/// ends the plan. `announce` is called with each part's name before it
+/// runs; `progress` as it runs.
+pub fn run_plan(
+    plan: &Plan,
+    announce: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress),
+) -> CheckReport {
+    let start = Instant::now();
+    let mut parts = Vec::new();
+    let features = |b: &crate::scenario::Bounds| {
+        crate::plan::Feature::ALL
+            .into_iter()
+            .filter(|f| f.present(b))
+            .collect::<Vec<_>>()
+    };
+    let violated = |r: &Report| r.properties.iter().any(|v| v.result == "violated");
+    for search in &plan.searches {
+        announce(&search.name);
+        let report = check(&search.options, progress);
+        let stop = search.options.stop == Stop::FirstFailure && violated(&report);
+        parts.push(Part {
+            name: search.name.clone(),
+            features: features(&search.options.bounds),
+            members: Vec::new(),
+            states_per_member: None,
+            report,
+        });
+        if stop {
+            return CheckReport {
+                title: plan.title.clone(),
+                parts,
+                seconds: start.elapsed().as_secs_f64(),
+                whole: plan.whole,
+            };
+        }
+    }
+    if let Some(s) = &plan.swarm {
+        announce("swarm");
+        let (report, members) = swarm(&s.options, &s.seeds, s.states_per_member, progress);
+        parts.push(Part {
+            name: "swarm".into(),
+            features: features(&s.options.bounds),
+            members: members
+                .iter()
+                .map(|m| MemberSummary {
+                    seed: m.seed,
+                    unique_states: m.unique_states,
+                    states: m.states,
+                    max_depth: m.max_depth,
+                })
+                .collect(),
+            states_per_member: Some(s.states_per_member),
+            report,
+        });
+    }
+    CheckReport {
+        title: plan.title.clone(),
+        parts,
+        seconds: start.elapsed().as_secs_f64(),
+        whole: plan.whole,
     }
 }
 

@@ -20,6 +20,9 @@ pub enum Strategy {
     Bfs,
     /// Depth first: little memory; longer counterexamples.
     Dfs,
+    /// Seeded depth-first searches, each in its own action order with a
+    /// budget of distinct states (`crate::swarm`): partial by design.
+    Swarm,
 }
 
 /// What to check and how.
@@ -72,23 +75,26 @@ impl Options {
 }
 
 /// The bounds arguments both command lines (`exthost check` and
-/// `exthost-model check`) take; each overrides the preset (`--ci` or the
-/// default check).
+/// `exthost-model check`) take: a preset, and bounds that override it.
+/// With none of them the command runs the default check
+/// ([`crate::plan`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct BoundsArgs {
+    /// One exhaustive search over every input (`Bounds::full()`: 166.5 M
+    /// states, hours on one machine).
+    #[arg(long, conflicts_with_all = ["ci", "lifecycle", "base"])]
+    pub full: bool,
     /// Start from the small bounds `cargo test` uses (about 2 s).
     #[arg(long, conflicts_with = "lifecycle")]
     pub ci: bool,
     /// Start from the lifecycle bounds alone (H-12, H-13, M-8: one reload,
     /// `b` depending on `m`, the cycle batch, providers; one tool, hook and
-    /// disposer and two requests), a quick check of what the default
-    /// check explores in its one search.
+    /// disposer and two requests).
     #[arg(long)]
     pub lifecycle: bool,
-    /// Start from the default bounds without a reload, the dependency and
-    /// providers (`Bounds::default()`: the default check's first search
-    /// before issue 24, about 20 s on 2 cores), to raise one bound of them
-    /// (`--base --hooks 2`) without the product of every input.
+    /// Start from the full bounds without a reload, the dependency and
+    /// providers (`Bounds::default()`, 1.3 M states), to raise one bound
+    /// of them (`--base --hooks 2`) without the product of every input.
     #[arg(long, conflicts_with_all = ["ci", "lifecycle"])]
     pub base: bool,
     /// Extensions in total (the last is the manifest extension `m`).
@@ -126,11 +132,27 @@ pub struct BoundsArgs {
     #[arg(long)]
     pub reloads: Option<usize>,
     /// No dependency between extensions (H-13).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dependency")]
     pub no_dependency: bool,
-    /// No provider registrations (M-8).
+    /// The dependency between extensions and its cycle batch (H-13), on
+    /// presets that leave it out.
     #[arg(long)]
+    pub dependency: bool,
+    /// No provider registrations (M-8).
+    #[arg(long, conflicts_with = "providers")]
     pub no_providers: bool,
+    /// Provider registrations (M-8), on presets that leave them out.
+    #[arg(long)]
+    pub providers: bool,
+    /// Tool calls the environment may start before the shutdown.
+    #[arg(long)]
+    pub calls: Option<usize>,
+    /// Deadline expiries per operation (H-12).
+    #[arg(long)]
+    pub deadlines: Option<usize>,
+    /// Lost steps per operation.
+    #[arg(long)]
+    pub losses: Option<usize>,
     /// Cleanup steps that may fail within one rollback or shutdown.
     #[arg(long)]
     pub cleanup_failures: Option<usize>,
@@ -140,8 +162,8 @@ pub struct BoundsArgs {
 }
 
 impl BoundsArgs {
-    /// True when no preset and no bound is given: the default check, one
-    /// search over all inputs ([`Bounds::full`]).
+    /// True when no preset and no bound is given: the default check
+    /// ([`crate::plan`]).
     pub fn is_default(&self) -> bool {
         *self == Self::default()
     }
@@ -154,8 +176,16 @@ impl BoundsArgs {
             Bounds::lifecycle()
         } else if self.base {
             Bounds::default()
-        } else {
+        } else if self.full {
             Bounds::full()
+        } else if self.is_default() {
+            return Err("the default check has no single bounds (crate::plan)".into());
+        } else {
+            return Err(
+                "a bound needs a preset to change: --full (every input), --base, --ci or \
+                 --lifecycle"
+                    .into(),
+            );
         };
         let set = |slot: &mut usize, value: Option<usize>| {
             if let Some(v) = value {
@@ -172,11 +202,20 @@ impl BoundsArgs {
         set(&mut b.refused, self.refused);
         set(&mut b.cleanup_failures, self.cleanup_failures);
         set(&mut b.reloads, self.reloads);
+        set(&mut b.calls, self.calls);
+        set(&mut b.deadlines, self.deadlines);
+        set(&mut b.losses, self.losses);
         if self.no_dependency {
             b.dependency = false;
         }
+        if self.dependency {
+            b.dependency = true;
+        }
         if self.no_providers {
             b.providers = false;
+        }
+        if self.providers {
+            b.providers = true;
         }
         if self.no_late {
             b.late = false;
@@ -201,6 +240,9 @@ impl BoundsArgs {
             b.withdraws,
             b.hangs,
             b.reloads,
+            b.calls,
+            b.deadlines,
+            b.losses,
         ]
         .iter()
         .any(|&n| n > 200)
@@ -245,25 +287,151 @@ pub struct CheckArgs {
     /// (they are printed whenever stderr is not a terminal).
     #[arg(long)]
     pub progress: bool,
-    /// Explore only shard I of N (I from 0) and write this shard's report;
-    /// merge every shard's `--json` report with `--merge`
-    /// (docs/model-checking.md, "Sharded checks").
-    #[arg(long, value_name = "I/N", conflicts_with_all = ["shard_from_env", "merge", "max_depth"])]
-    pub shard: Option<String>,
-    /// Explore one shard of N, its index read from EXTHOST_SHARD_INDEX,
-    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or
-    /// SLURM_ARRAY_TASK_ID (Slurm job array), the first one set.
-    #[arg(long, value_name = "N", conflicts_with_all = ["merge", "max_depth"])]
-    pub shard_from_env: Option<usize>,
-    /// The depth of the prefix every shard explores alike before sharing
-    /// out its frontier (default: the first depth with at least 64 states
-    /// per shard).
-    #[arg(long, value_name = "D")]
-    pub prefix_depth: Option<usize>,
-    /// Merge these shard reports (`--shard I/N --json` output, one per
-    /// shard) into one report; the bounds come from the reports.
-    #[arg(long, value_name = "REPORT", num_args = 1..)]
-    pub merge: Vec<std::path::PathBuf>,
+    /// The swarm's first seed (default: `crate::plan::DEFAULT_SEED`); each
+    /// member's seed is derived from it, and printed.
+    #[arg(long, value_parser = parse_seed)]
+    pub seed: Option<u64>,
+    /// The distinct states each swarm member explores.
+    #[arg(long, value_name = "N")]
+    pub swarm_states: Option<usize>,
+    /// The swarm's members.
+    #[arg(long, value_name = "N")]
+    pub swarm_members: Option<usize>,
+    /// Run only this part of the default check: one of its searches (such
+    /// as `requests+reload`) or `swarm`.
+    #[arg(long, value_name = "NAME", conflicts_with = "swarm")]
+    pub part: Option<String>,
+    /// Run only a swarm over the full bounds, as shard I of N (I from 0):
+    /// every shard's members have seeds of their own, so N machines that
+    /// cannot talk to each other search N different corners.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["max_depth", "bfs"])]
+    pub swarm: Option<String>,
+}
+
+/// A seed in decimal or, with `0x`, hexadecimal.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => text.replace('_', "").parse(),
+    };
+    parsed.map_err(|e| format!("{text:?} is not a seed (a u64, decimal or 0x hex): {e}"))
+}
+
+/// `I/N` with I < N, or why not.
+pub fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{text:?} is not I/N (shard I of N, I from 0 and below N)");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let i: usize = i.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// One search of a plan.
+#[derive(Debug, Clone)]
+pub struct PlannedSearch {
+    /// Its name (`requests+reload`, or `search` for a check of one
+    /// search).
+    pub name: String,
+    /// How to run it.
+    pub options: Options,
+}
+
+/// A plan's swarm.
+#[derive(Debug, Clone)]
+pub struct PlannedSwarm {
+    /// How to run it (bounds, mutant, threads).
+    pub options: Options,
+    /// Each member's seed.
+    pub seeds: Vec<u64>,
+    /// The distinct states each member explores.
+    pub states_per_member: usize,
+}
+
+/// What one `check` runs: exhaustive searches, then perhaps a swarm.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// What is checked, in one line.
+    pub title: String,
+    /// The exhaustive searches, in order.
+    pub searches: Vec<PlannedSearch>,
+    /// The swarm, if any.
+    pub swarm: Option<PlannedSwarm>,
+    /// False when the plan is one part of a larger check: a `sometimes`
+    /// property it does not reach is then no failure (another part's
+    /// job).
+    pub whole: bool,
+}
+
+impl Plan {
+    /// This plan's part `name` alone (a search's name, or `swarm`), or
+    /// why there is none.
+    pub fn only(mut self, name: &str) -> Result<Self, String> {
+        let names: Vec<String> = self
+            .searches
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(self.swarm.as_ref().map(|_| "swarm".to_owned()))
+            .collect();
+        if name == "swarm" && self.swarm.is_some() {
+            self.searches.clear();
+        } else if let Some(search) = self.searches.iter().find(|s| s.name == name) {
+            self.searches = vec![search.clone()];
+            self.swarm = None;
+        } else {
+            return Err(format!(
+                "the default check has no part {name:?}; its parts: {}",
+                names.join(", ")
+            ));
+        }
+        self.title = format!("part {name} of the default check");
+        self.whole = false;
+        Ok(self)
+    }
+
+    /// The default check ([`crate::plan`]) of the core with `mutant`, on
+    /// `threads` threads, its swarm from `seed` with `members` members of
+    /// `states` distinct states each.
+    pub fn default_check(
+        mutant: Option<Mutant>,
+        threads: usize,
+        seed: u64,
+        members: usize,
+        states: usize,
+    ) -> Self {
+        let with = |bounds: Bounds| {
+            let mut o = Options::new(bounds);
+            o.mutant = mutant;
+            o.threads = threads;
+            o
+        };
+        let searches = crate::plan::searches();
+        let swarm = crate::plan::SwarmPlan::new(seed, members, states, 0);
+        Plan {
+            title: format!(
+                "the default check: {} exhaustive searches in which every pair of {} features \
+                 meets, and a swarm of {} seeded depth-first searches over the full bounds",
+                searches.len(),
+                crate::plan::Feature::ALL.len(),
+                members
+            ),
+            searches: searches
+                .into_iter()
+                .map(|s| PlannedSearch {
+                    name: s.name,
+                    options: with(s.bounds),
+                })
+                .collect(),
+            swarm: Some(PlannedSwarm {
+                options: with(swarm.bounds),
+                seeds: swarm.seeds,
+                states_per_member: swarm.states_per_member,
+            }),
+            whole: true,
+        }
+    }
 }
 
 /// The seeded bug a `--mutant` name selects, or why it is unknown.
@@ -283,21 +451,89 @@ pub fn threads(n: Option<usize>) -> usize {
 }
 
 impl CheckArgs {
-    /// The checks these arguments ask for, in order, each with what its
-    /// bounds are (for the text report's heading). Since issue 24 this is
-    /// always one search: with no preset and no bound, the default check
-    /// ([`Bounds::full`]: the default bounds together with one reload, the
-    /// dependency and providers, so one search judges every property);
-    /// otherwise the one check the bounds describe. It stays a list so that
-    /// a plan of several searches (shards, for example) reports alike.
-    pub fn plan(&self) -> Result<Vec<(&'static str, Options)>, String> {
-        let options = self.options()?;
-        let what = if self.bounds.is_default() {
-            "the default check: every input in one search"
-        } else {
-            ""
+    /// The plan these arguments ask for: with no preset and no bound, the
+    /// default check ([`Plan::default_check`]); with `--swarm I/N`, shard
+    /// I of a swarm over the full bounds; otherwise the one exhaustive
+    /// search the bounds describe.
+    pub fn plan(&self) -> Result<Plan, String> {
+        let mutant = parse_mutant(self.mutant.as_deref())?;
+        let seed = self.seed.unwrap_or(crate::plan::DEFAULT_SEED);
+        let members = self
+            .swarm_members
+            .unwrap_or(crate::plan::DEFAULT_SWARM_MEMBERS);
+        let states = self
+            .swarm_states
+            .unwrap_or(crate::plan::DEFAULT_SWARM_STATES);
+        if members == 0 || states == 0 {
+            return Err("--swarm-members and --swarm-states must be at least 1".into());
+        }
+        let check = |options: &mut Options| {
+            options.extension_symmetry = !self.no_extension_symmetry;
+            if self.fail_fast {
+                options.stop = Stop::FirstFailure;
+            }
         };
-        Ok(vec![(what, options)])
+        if let Some(text) = &self.swarm {
+            let (index, count) = parse_shard(text)?;
+            if !self.bounds.is_default() {
+                return Err("--swarm searches the full bounds: give no preset or bound".into());
+            }
+            let plan = crate::plan::SwarmPlan::new(seed, members, states, index);
+            let mut options = Options::new(plan.bounds);
+            options.mutant = mutant;
+            options.threads = threads(self.threads);
+            check(&mut options);
+            return Ok(Plan {
+                title: format!("swarm shard {index} of {count} over the full bounds"),
+                searches: Vec::new(),
+                swarm: Some(PlannedSwarm {
+                    options,
+                    seeds: plan.seeds,
+                    states_per_member: plan.states_per_member,
+                }),
+                whole: false,
+            });
+        }
+        if self.bounds.is_default() {
+            if self.bfs || self.max_depth.is_some() {
+                return Err(
+                    "--bfs and --max-depth apply to one search: give a preset (--full, --base, \
+                     --ci or --lifecycle)"
+                        .into(),
+                );
+            }
+            let mut plan =
+                Plan::default_check(mutant, threads(self.threads), seed, members, states);
+            for s in &mut plan.searches {
+                check(&mut s.options);
+            }
+            if let Some(swarm) = &mut plan.swarm {
+                check(&mut swarm.options);
+            }
+            if let Some(part) = &self.part {
+                plan = plan.only(part)?;
+            }
+            return Ok(plan);
+        }
+        if self.part.is_some() {
+            return Err("--part names a part of the default check: give no preset or bound".into());
+        }
+        if self.seed.is_some() || self.swarm_states.is_some() || self.swarm_members.is_some() {
+            return Err(
+                "--seed, --swarm-states and --swarm-members shape a swarm: the default \
+                        check's, or --swarm I/N"
+                    .into(),
+            );
+        }
+        Ok(Plan {
+            title: String::new(),
+            searches: vec![PlannedSearch {
+                name: "search".into(),
+                options: self.options()?,
+            }],
+            swarm: None,
+            whole: true,
+        })
     }
 
     /// The options these arguments describe, or why they are unusable.

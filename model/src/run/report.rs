@@ -55,6 +55,9 @@ pub struct Verdict {
     pub path_len: Option<usize>,
     /// For a violation: the counterexample, step by step.
     pub counterexample: Option<Vec<Step>>,
+    /// In a check of several searches: the search whose discovery this
+    /// is (a violation's counterexample, a `sometimes` example).
+    pub found_in: Option<String>,
 }
 
 /// The result of a check.
@@ -140,23 +143,15 @@ pub(super) fn expectation_name(e: &Expectation) -> &'static str {
     }
 }
 
-/// The report as text: totals, then each property's verdict, then each
-/// counterexample step by step.
-pub fn text(report: &Report) -> String {
-    let mut out = String::new();
-    let mut line = |s: String| {
-        out.push_str(&s);
-        out.push('\n');
-    };
-    line(format!(
-        "core: {}",
+/// The totals of one search as text: the core it ran and what it
+/// explored.
+pub fn totals_text(report: &Report) -> String {
+    format!(
+        "core: {}\nstates generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {}){}\n",
         report
             .mutant
             .as_deref()
-            .map_or("real (no seeded bug)".into(), |m| format!("mutant {m}"))
-    ));
-    line(format!(
-        "states generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {}){}",
+            .map_or("real (no seeded bug)".into(), |m| format!("mutant {m}")),
         report.states,
         report.unique_states,
         report.max_depth,
@@ -167,38 +162,66 @@ pub fn text(report: &Report) -> String {
             (Strategy::Bfs, false) => "breadth first",
             (Strategy::Dfs, true) => "depth first, extension symmetry",
             (Strategy::Dfs, false) => "depth first",
+            (Strategy::Swarm, true) => "seeded depth-first swarm, extension symmetry",
+            (Strategy::Swarm, false) => "seeded depth-first swarm",
         },
         if report.complete {
             ""
         } else {
             " [partial search]"
         }
-    ));
-    line(String::new());
-    for v in &report.properties {
+    )
+}
+
+/// The report of one search as text: totals, then each property's
+/// verdict, then each counterexample step by step.
+pub fn text(report: &Report) -> String {
+    format!(
+        "{}\n{}",
+        totals_text(report),
+        text_verdicts(&report.properties)
+    )
+}
+
+/// Verdicts as text: each with its meaning (and, in a check of several
+/// parts, the part that found it), then each counterexample step by step.
+pub fn text_verdicts(verdicts: &[Verdict]) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    for v in verdicts {
         let mark = if v.ok { "ok  " } else { "FAIL" };
         let len = v
             .path_len
             .map_or(String::new(), |n| format!(" ({n} steps)"));
+        let place = v
+            .found_in
+            .as_deref()
+            .map_or(String::new(), |p| format!(" in {p}"));
         line(format!(
-            "{mark} {:<10} {:<58} {}{len}",
+            "{mark} {:<10} {:<58} {}{len}{place}",
             v.expectation, v.name, v.result
         ));
         if let Some(meaning) = crate::meaning::meaning(&v.name) {
             line(format!("                {meaning}"));
         }
     }
-    for v in report.properties.iter().filter(|v| v.result == "violated") {
+    for v in verdicts.iter().filter(|v| v.result == "violated") {
         line(String::new());
         line(format!(
-            "{} violated: {}",
+            "{} violated{}: {}",
             v.name,
+            v.found_in
+                .as_deref()
+                .map_or(String::new(), |p| format!(" in {p}")),
             v.reason.as_deref().unwrap_or("(see the last state)")
         ));
         if let Some(steps) = &v.counterexample {
             line(format!(
-                "counterexample, {} steps (each step: the input, the core's effects, \
-                 then the state lines that changed):",
+                "counterexample from the initial state, {} steps (each step: the input, \
+                 the core's effects, then the state lines that changed):",
                 steps.len()
             ));
             let mut previous: Vec<(String, String)> = Vec::new();
@@ -273,17 +296,12 @@ pub fn bounds_text(b: &Bounds) -> String {
         .collect()
 }
 
-/// The version of the JSON report's schema ([`json`]); it changes only when
-/// a field is removed or changes meaning (documented in
-/// `docs/model-checking.md`).
-pub const JSON_SCHEMA_VERSION: u32 = 1;
-
-/// The JSON report of a check: a stable schema, documented in
-/// `docs/model-checking.md`, with each property's one-line meaning.
-pub fn json(report: &Report) -> serde_json::Value {
+/// The verdicts as JSON (the `properties` of the JSON report, whose
+/// schema `docs/model-checking.md` documents), each with its one-line
+/// meaning.
+pub fn json(verdicts: &[Verdict]) -> Vec<serde_json::Value> {
     use serde_json::json;
-    let properties: Vec<serde_json::Value> = report
-        .properties
+    verdicts
         .iter()
         .map(|v| {
             json!({
@@ -294,6 +312,7 @@ pub fn json(report: &Report) -> serde_json::Value {
                 "ok": v.ok,
                 "reason": v.reason,
                 "path_len": v.path_len,
+                "found_in": v.found_in,
                 "counterexample": v.counterexample.as_ref().map(|steps| {
                     steps.iter().map(|s| json!({
                         "action": s.action,
@@ -303,46 +322,7 @@ pub fn json(report: &Report) -> serde_json::Value {
                 }),
             })
         })
-        .collect();
-    json!({
-        "schema_version": JSON_SCHEMA_VERSION,
-        "ok": report.ok(),
-        "mutant": report.mutant,
-        "bounds": report.bounds,
-        "bounds_text": bounds_lines(&report.bounds)
-            .into_iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>(),
-        "search": {
-            "strategy": report.strategy,
-            "threads": report.threads,
-            "extension_symmetry": report.extension_symmetry,
-            "complete": report.complete,
-        },
-        "totals": {
-            "states": report.states,
-            "unique_states": report.unique_states,
-            "max_depth": report.max_depth,
-            "seconds": report.seconds,
-        },
-        "properties": properties,
-    })
-}
-
-/// The JSON report of one or more checks run by one command: the first
-/// check's report ([`json`]), whose `ok` then covers every check, with the
-/// reports of the checks after it in `then` (the default check's lifecycle
-/// bounds). One check prints exactly [`json`].
-pub fn json_runs(reports: &[Report]) -> serde_json::Value {
-    let Some((first, rest)) = reports.split_first() else {
-        return serde_json::Value::Null;
-    };
-    let mut value = json(first);
-    if !rest.is_empty() {
-        value["ok"] = reports.iter().all(Report::ok).into();
-        value["then"] = rest.iter().map(json).collect();
-    }
-    value
+        .collect()
 }
 
 /// A progress snapshot as the `progress:` line both command lines print on
