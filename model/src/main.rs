@@ -5,6 +5,7 @@
 //! exthost-model check --full|--base|--ci|--lifecycle [bounds] [--json]      one exhaustive search
 //! exthost-model check --swarm I/N [--seed S] [--json]                       one swarm shard
 //! exthost-model mutants [--whole] [--threads N] [--json]
+//! exthost-model plan
 //! exthost-model explore [bounds] [--mutant NAME] [--port N]
 //! ```
 #![forbid(unsafe_code)]
@@ -54,6 +55,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the default check's plan as Markdown: its searches with their
+    /// features, and the search in which each pair of features meets.
+    Plan,
     /// Serve stateright's web explorer on 127.0.0.1.
     Explore {
         #[command(flatten)]
@@ -245,6 +249,10 @@ fn main() -> ExitCode {
             whole,
             json,
         } => all_mutants(threads(*n), *whole, *json),
+        Command::Plan => {
+            print!("{}", exthost_model::plan::markdown());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explore {
             bounds,
             mutant,

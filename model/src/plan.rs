@@ -330,3 +330,43 @@ impl SwarmPlan {
         }
     }
 }
+
+/// The default check's plan as Markdown: a table of its searches with
+/// their features, and a table that names, for every pair of features, the
+/// search they meet in (the first one, in order). `exthost-model plan`
+/// prints it; docs/model-checking.md quotes it.
+pub fn markdown() -> String {
+    let searches = searches();
+    let mut out = String::from("| search | features |\n|---|---|\n");
+    for s in &searches {
+        let names: Vec<&str> = s.features().iter().map(|f| f.name()).collect();
+        out.push_str(&format!("| `{}` | {} |\n", s.name, names.join(", ")));
+    }
+    out.push_str("\n| | ");
+    let short: Vec<String> = (1..=Feature::ALL.len()).map(|i| i.to_string()).collect();
+    out.push_str(&short.join(" | "));
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(Feature::ALL.len()));
+    out.push('\n');
+    for (i, a) in Feature::ALL.iter().enumerate() {
+        out.push_str(&format!("| {} {} |", i + 1, a.name()));
+        for (j, b) in Feature::ALL.iter().enumerate() {
+            let cell = if j <= i {
+                String::new()
+            } else {
+                searches
+                    .iter()
+                    .position(|s| a.present(&s.bounds) && b.present(&s.bounds))
+                    .map_or("**none**".to_owned(), |k| format!("S{}", k + 1))
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for (k, s) in searches.iter().enumerate() {
+        out.push_str(&format!("S{} = `{}`", k + 1, s.name));
+        out.push_str(if k + 1 == searches.len() { ".\n" } else { ", " });
+    }
+    out
+}
