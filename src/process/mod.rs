@@ -60,8 +60,8 @@ pub use shutdown::ShutdownOutcome;
 pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
 pub use stderr::{MAX_STDERR_KEPT, STDERR_TAIL_BYTES, StderrDiagnostic};
 pub use transport::{
-    MAX_LINE_BYTES, MAX_REFUSED_SERVER_REQUESTS, MAX_SERVER_REQUESTS_IN_FLIGHT,
-    STDIN_WRITE_DEADLINE,
+    MAX_LINE_BYTES, MAX_REFUSED_SERVER_REQUESTS, MAX_SERVER_ANSWER_BYTES,
+    MAX_SERVER_REQUESTS_IN_FLIGHT, STDIN_WRITE_DEADLINE,
 };
 
 /// Spawn, handshake and tool listing must finish within this unless the

@@ -14,9 +14,10 @@
 //! * Requests the child sends (`ping`, or anything else) never reach rmcp:
 //!   the transport answers them itself (`ping` with `{}`, anything else
 //!   with "method not found"), with at most
-//!   [`MAX_SERVER_REQUESTS_IN_FLIGHT`] answers queued; each request beyond
-//!   that is refused (an error answer when the queue has room, none when
-//!   it has not), and past [`MAX_REFUSED_SERVER_REQUESTS`] refusals the
+//!   [`MAX_SERVER_REQUESTS_IN_FLIGHT`] answers and at most
+//!   [`MAX_SERVER_ANSWER_BYTES`] of answers and refusals queued (a child's
+//!   ids may be 1 MiB each); each request beyond that is refused (an error
+//!   answer when the queue has room, none when it has not), and past [`MAX_REFUSED_SERVER_REQUESTS`] refusals the
 //!   session ends with `EXTENSION_PROTOCOL_ERROR`.
 //! * Receiving races the fault cell, so a fault recorded elsewhere (the
 //!   leader's exit, a stalled write) ends the session at once even while a
@@ -48,6 +49,12 @@ pub const MAX_REFUSED_SERVER_REQUESTS: u64 = 256;
 /// A write to the child's stdin that blocks longer than this (the child
 /// stopped reading) ends the session with `EXTENSION_PROTOCOL_ERROR` (P-7).
 pub const STDIN_WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// At most this many bytes of answers and refusals to the child's own
+/// requests wait to be written (P-7): with ids of up to 1 MiB, a count
+/// alone would let a child that never reads hold tens of MB in the queue.
+/// An answer or refusal that would pass it is not queued (it counts as
+/// refused).
+pub const MAX_SERVER_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Messages queued for the writer task, all kinds together.
 const OUTGOING_QUEUE: usize = 64;
 /// JSON-RPC "method not found".
@@ -84,6 +91,9 @@ struct Outgoing {
     done: Option<oneshot::Sender<std::io::Result<()>>>,
     /// An answer to the child's request: counted in flight until written.
     answer: bool,
+    /// Bytes counted against [`MAX_SERVER_ANSWER_BYTES`] until written
+    /// (answers and refusals; 0 for rmcp's own messages).
+    counted: usize,
 }
 
 /// What one line from the child is.
@@ -103,6 +113,8 @@ pub(crate) struct StdioTransport {
     line: Vec<u8>,
     outgoing: mpsc::Sender<Outgoing>,
     in_flight: Arc<AtomicUsize>,
+    /// Bytes of answers and refusals queued, not yet written.
+    answer_bytes: Arc<AtomicUsize>,
     refused: u64,
     stop: CancellationToken,
     fault: FaultCell,
@@ -113,11 +125,13 @@ impl StdioTransport {
     pub(crate) fn new(stdout: ChildStdout, stdin: ChildStdin, fault: FaultCell) -> Self {
         let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
         let in_flight = Arc::new(AtomicUsize::new(0));
+        let answer_bytes = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         tokio::spawn(write_loop(
             stdin,
             queue,
             in_flight.clone(),
+            answer_bytes.clone(),
             stop.clone(),
             fault.clone(),
         ));
@@ -126,6 +140,7 @@ impl StdioTransport {
             line: Vec::new(),
             outgoing,
             in_flight,
+            answer_bytes,
             refused: 0,
             stop,
             fault,
@@ -138,8 +153,19 @@ impl StdioTransport {
         StdinCloser(self.stop.clone())
     }
 
+    /// Counts `bytes` against [`MAX_SERVER_ANSWER_BYTES`]; false (nothing
+    /// counted) when they would pass it.
+    fn reserve_answer_bytes(&self, bytes: usize) -> bool {
+        self.answer_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued + bytes <= MAX_SERVER_ANSWER_BYTES).then_some(queued + bytes)
+            })
+            .is_ok()
+    }
+
     /// Answers one request of the child (P-7): `ping` with `{}`, anything
-    /// else with "method not found"; refused when too many answers wait.
+    /// else with "method not found"; refused when too many answers, or too
+    /// many bytes of answers, wait.
     fn answer(&mut self, id: Value, method: &str) -> Result<(), ProcessFault> {
         let reply = if method == "ping" {
             json!({"jsonrpc": "2.0", "id": id, "result": {}})
@@ -147,29 +173,44 @@ impl StdioTransport {
             json!({"jsonrpc": "2.0", "id": id,
                    "error": {"code": METHOD_NOT_FOUND, "message": "method not found"}})
         };
-        if self.in_flight.load(Ordering::Acquire) < MAX_SERVER_REQUESTS_IN_FLIGHT {
+        let mut bytes = reply.to_string().into_bytes();
+        bytes.push(b'\n');
+        let counted = bytes.len();
+        if self.in_flight.load(Ordering::Acquire) < MAX_SERVER_REQUESTS_IN_FLIGHT
+            && self.reserve_answer_bytes(counted)
+        {
             self.in_flight.fetch_add(1, Ordering::AcqRel);
-            let mut bytes = reply.to_string().into_bytes();
-            bytes.push(b'\n');
             let queued = self.outgoing.try_send(Outgoing {
                 bytes,
                 done: None,
                 answer: true,
+                counted,
             });
             if queued.is_ok() {
                 return Ok(());
             }
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.answer_bytes.fetch_sub(counted, Ordering::AcqRel);
         } else {
+            drop(bytes);
             let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
                 "message": "too many requests in flight toward the host"}});
             let mut bytes = refusal.to_string().into_bytes();
             bytes.push(b'\n');
-            let _ = self.outgoing.try_send(Outgoing {
-                bytes,
-                done: None,
-                answer: false,
-            });
+            let counted = bytes.len();
+            if self.reserve_answer_bytes(counted)
+                && self
+                    .outgoing
+                    .try_send(Outgoing {
+                        bytes,
+                        done: None,
+                        answer: false,
+                        counted,
+                    })
+                    .is_err()
+            {
+                self.answer_bytes.fetch_sub(counted, Ordering::AcqRel);
+            }
         }
         self.refused += 1;
         if self.refused > MAX_REFUSED_SERVER_REQUESTS {
@@ -264,6 +305,7 @@ async fn write_loop(
     mut stdin: ChildStdin,
     mut queue: mpsc::Receiver<Outgoing>,
     in_flight: Arc<AtomicUsize>,
+    answer_bytes: Arc<AtomicUsize>,
     stop: CancellationToken,
     fault: FaultCell,
 ) {
@@ -288,6 +330,7 @@ async fn write_loop(
         if message.answer {
             in_flight.fetch_sub(1, Ordering::AcqRel);
         }
+        answer_bytes.fetch_sub(message.counted, Ordering::AcqRel);
         let result = match written {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
@@ -354,6 +397,7 @@ impl Transport<RoleClient> for StdioTransport {
                     bytes,
                     done: Some(done),
                     answer: false,
+                    counted: 0,
                 })
                 .await
                 .map_err(|_| closed())?;

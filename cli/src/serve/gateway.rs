@@ -5,12 +5,15 @@
 //! call; the client's cancellation and progress token travel with it.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use exthost::CancellationToken;
 use exthost::core::Status;
 use exthost::host::{CallOptions, ExtensionHost, Progress};
-use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    CallToolResult, ErrorCode, JsonObject, ProgressNotificationParam, ProgressToken,
+};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 
@@ -31,6 +34,28 @@ pub(crate) enum Expose {
 /// dropped (progress is advisory).
 const PROGRESS_BUFFER: usize = 64;
 
+/// The default of `--max-calls-in-flight`.
+pub(crate) const DEFAULT_MAX_CALLS_IN_FLIGHT: u32 = 128;
+
+/// The JSON-RPC error code of a call refused because the session already
+/// has its limit of calls in flight (in the range JSON-RPC leaves to
+/// servers); `data.code` is [`TOO_MANY_CALLS`].
+pub(crate) const TOO_MANY_CALLS_RPC_CODE: i32 = -32030;
+/// The stable code in such an error's `data.code`.
+pub(crate) const TOO_MANY_CALLS: &str = "TOO_MANY_CALLS_IN_FLIGHT";
+
+/// The error of a call over the limit of `max` calls in flight.
+pub(crate) fn too_many_calls(max: usize) -> McpError {
+    McpError::new(
+        ErrorCode(TOO_MANY_CALLS_RPC_CODE),
+        format!(
+            "{TOO_MANY_CALLS}: this session already has {max} tool calls in flight; \
+             retry once one has answered (exthost serve --max-calls-in-flight)"
+        ),
+        Some(json!({"code": TOO_MANY_CALLS, "limit": max})),
+    )
+}
+
 /// The gateway: the host and what `serve` remembers between calls.
 #[derive(Clone)]
 pub(crate) struct Gateway {
@@ -43,10 +68,24 @@ pub(crate) struct Gateway {
     restart: Arc<Mutex<HashSet<String>>>,
     /// One gate per extension, so concurrent calls restart it once.
     gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// One permit per call in flight, `max_calls` in all.
+    pub(crate) calls: Arc<tokio::sync::Semaphore>,
+    pub(crate) max_calls: usize,
+    /// Set once the session with the client ended: failing calls are
+    /// counted, not logged one by one.
+    ending: Arc<AtomicBool>,
+    /// Calls that ended cancelled or cut off by the end of the session.
+    abandoned: Arc<AtomicU64>,
 }
 
 impl Gateway {
-    pub(crate) fn new(host: ExtensionHost, expose: Expose, warm: bool, log: Log) -> Self {
+    pub(crate) fn new(
+        host: ExtensionHost,
+        expose: Expose,
+        warm: bool,
+        log: Log,
+        max_calls: usize,
+    ) -> Self {
         Self {
             host,
             expose,
@@ -54,7 +93,26 @@ impl Gateway {
             log,
             restart: Arc::default(),
             gates: Arc::default(),
+            calls: Arc::new(tokio::sync::Semaphore::new(max_calls)),
+            max_calls,
+            ending: Arc::default(),
+            abandoned: Arc::default(),
         }
+    }
+
+    /// The session with the client ended: from now on failing calls are
+    /// only counted.
+    pub(crate) fn end_session(&self) {
+        self.ending.store(true, Ordering::Release);
+    }
+
+    /// Waits (at most `limit`) for the calls still in flight to settle,
+    /// then returns how many calls were abandoned (cancelled, or cut off
+    /// by the end of the session).
+    pub(crate) async fn abandoned_calls(&self, limit: std::time::Duration) -> u64 {
+        let every = u32::try_from(self.max_calls).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(limit, self.calls.acquire_many(every)).await;
+        self.abandoned.load(Ordering::Acquire)
     }
 
     /// Calls the tool a client named (API or runtime name), starting its
@@ -92,6 +150,7 @@ impl Gateway {
             return Ok(answer::from_error(&api_name, Some(id), &e));
         }
 
+        let cancelled = cancel.clone();
         let mut options = CallOptions::new().with_cancellation(cancel);
         if let Some((token, peer)) = progress {
             let (sender, mut receiver) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_BUFFER);
@@ -123,7 +182,15 @@ impl Gateway {
                 {
                     restart.insert(id.clone());
                 }
-                self.log.line(&format!("call {api_name}: {e}"));
+                if cancelled.is_cancelled()
+                    || self.ending.load(Ordering::Acquire)
+                    || matches!(e, exthost::host::HostError::Disposed)
+                {
+                    // One count at shutdown, not a line per call.
+                    self.abandoned.fetch_add(1, Ordering::AcqRel);
+                } else {
+                    self.log.line(&format!("call {api_name}: {e}"));
+                }
                 Ok(answer::from_error(&api_name, extension.as_deref(), &e))
             }
         }

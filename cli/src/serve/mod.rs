@@ -59,6 +59,11 @@ pub(crate) struct ServeArgs {
     /// `callTimeoutMs` and the client's own timeout apply).
     #[arg(long)]
     call_deadline: Option<u64>,
+    /// At most this many tool calls in flight in the session; a call
+    /// beyond it gets a JSON-RPC error (code -32030, `data.code`
+    /// `TOO_MANY_CALLS_IN_FLIGHT`) at once.
+    #[arg(long, default_value_t = gateway::DEFAULT_MAX_CALLS_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_calls_in_flight: u32,
 }
 
 pub(crate) fn run(
@@ -157,6 +162,7 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
     };
     let mut code = EXIT_OK;
     let end_cell = EndCell::default();
+    let gateway_slot: std::sync::Mutex<Option<Gateway>> = std::sync::Mutex::new(None);
     let session = async {
         for (id, result) in host.activate_eager().await {
             if let Err(e) = result {
@@ -166,9 +172,22 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
                 ));
             }
         }
-        let gateway = Gateway::new(host.clone(), args.expose, args.warm, log.clone());
-        let transport =
-            LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), end_cell.clone());
+        let gateway = Gateway::new(
+            host.clone(),
+            args.expose,
+            args.warm,
+            log.clone(),
+            args.max_calls_in_flight as usize,
+        );
+        *gateway_slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(gateway.clone());
+        let transport = LineTransport::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            Some(transport::stdin_hung_up),
+            end_cell.clone(),
+        );
         match rmcp::serve_server(gateway, transport).await {
             Ok(service) => {
                 let forwarder = (args.expose == Expose::Tools).then(|| {
@@ -199,6 +218,13 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
         }
         None => End::Signal(signal_name(supervisor.interrupted_by())),
     };
+    let gateway = gateway_slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(gateway) = &gateway {
+        gateway.end_session();
+    }
     match (&end, end_cell.fault()) {
         (_, Some(fault)) => {
             log.line(&format!("closing: {fault}"));
@@ -207,7 +233,16 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
         (End::Input, None) => log.line("end of input: shutting down"),
         (End::Signal(name), None) => log.line(&format!("{name}: shutting down")),
     }
-    match supervisor.dispose(host.dispose()).await {
+    let disposed = supervisor.dispose(host.dispose()).await;
+    if let Some(gateway) = &gateway {
+        let abandoned = gateway.abandoned_calls(Duration::from_secs(2)).await;
+        if abandoned > 0 {
+            log.line(&format!(
+                "{abandoned} tool call(s) ended unanswered: cancelled by the client or cut off by the end of the session"
+            ));
+        }
+    }
+    match disposed {
         Some(Ok(())) => log.line("every extension was shut down"),
         Some(Err(e)) => {
             log.line(&format!("shutdown: {}", crate::call::describe(&e)));

@@ -57,6 +57,11 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // A bounded number of calls in flight per session; beyond it, a
+        // JSON-RPC error with a stable code, answered at once.
+        let Ok(_slot) = self.calls.clone().try_acquire_owned() else {
+            return Err(super::gateway::too_many_calls(self.max_calls));
+        };
         let progress = context
             .meta
             .get_progress_token()
