@@ -232,3 +232,46 @@ fn the_default_check_holds_on_the_real_core() {
         assert_eq!(m.unique_states, DEFAULT_SWARM_STATES, "{:#x}", m.seed);
     }
 }
+
+/// `n` with commas between thousands, as the docs print figures.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The README quotes the default check's figures: they are the ones the
+/// plan and the pinned counts give.
+#[test]
+fn the_readme_quotes_the_default_checks_figures() {
+    let readme = include_str!("../../README.md");
+    let total: usize = SEARCH_UNIQUE_STATES.iter().map(|(_, n)| n).sum();
+    for quoted in [
+        format!(
+            "**{} small exhaustive searches** in which every pair of {} features",
+            plan::searches().len(),
+            Feature::ALL.len()
+        ),
+        format!("{}\n  distinct states", grouped(total)),
+        format!(
+            "**A swarm** of {DEFAULT_SWARM_MEMBERS} seeded depth-first searches over the full bounds"
+        ),
+        format!("{} distinct states each", grouped(DEFAULT_SWARM_STATES)),
+        format!(
+            "catches every one of the {} seeded bugs",
+            exthost_model::mutants::MUTANTS.len()
+        ),
+    ] {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat(readme).contains(&flat(&quoted)),
+            "README.md does not say {quoted:?}"
+        );
+    }
+}
