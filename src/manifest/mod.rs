@@ -40,6 +40,7 @@ mod classify;
 mod declarations;
 mod digest;
 mod dormant;
+mod expose;
 mod folder;
 mod reason;
 mod schema;
@@ -50,10 +51,16 @@ pub use classify::{
     ActivationCause, Classification, Trigger, TriggerKind, classify, earliest_trigger,
     is_triggered_by, triggers,
 };
-pub use declarations::{RegisteredSchema, RegisteredTool, match_tool_declarations};
+pub use declarations::{
+    FIELD_MISMATCH_REASON_CODES, FieldMismatch, FieldMismatchReason, RegisteredSchema,
+    RegisteredTool, match_tool_declarations, match_tool_fields,
+};
 pub use digest::{SchemaDigest, canonical_json, schema_digest};
 pub use dormant::{
     DormantTool, RUNTIME_NAME_SEPARATOR, runtime_tool_name, split_runtime_tool_name,
+};
+pub use expose::{
+    ExposeRules, MAX_EXPOSE_PATTERN_BYTES, MAX_EXPOSE_PATTERNS, is_valid_pattern, pattern_matches,
 };
 pub use folder::{LoadedManifest, load_manifest_dir, load_manifest_file};
 pub use reason::{ManifestBatchError, ManifestError, ManifestReason, REASON_CODES};

@@ -110,6 +110,22 @@ reason_enum! {
     DeclaredToolDescriptionControlCharacter => "declared_tool_description_control_character",
     /// A declared tool description holds a bidirectional override or isolate.
     DeclaredToolDescriptionBidiControl => "declared_tool_description_bidi_control",
+    /// A declared tool `title` is not a string of 1 to 256 bytes with a
+    /// visible character and without control characters, bidirectional
+    /// overrides or isolates.
+    InvalidDeclaredToolTitle => "invalid_declared_tool_title",
+    /// A declared tool's `annotations` is not an object of at most 64 KiB
+    /// serialised, or one of its hints is not a boolean, or its `title` is
+    /// not a valid title.
+    InvalidDeclaredToolAnnotations => "invalid_declared_tool_annotations",
+    /// A declared `outputSchema` is not an object or is over 64 KiB serialised.
+    InvalidDeclaredToolOutputSchema => "invalid_declared_tool_output_schema",
+    /// A declared tool's `icons` is not an array, or its `_meta` not an
+    /// object, or either is over 64 KiB serialised.
+    InvalidDeclaredToolMetadata => "invalid_declared_tool_metadata",
+    /// An `expose.allow` or `expose.deny` pattern is not 1 to 128 bytes of
+    /// `[A-Za-z0-9_.-]` and `*`, or a list has more than 256 patterns.
+    InvalidExposePattern => "invalid_expose_pattern",
 
     // Declared providers and models (M-1).
     /// More than 16 declared providers.

@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::digest::SchemaDigest;
+use super::expose::ExposeRules;
 
 /// A validated extension manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,6 +39,8 @@ pub struct Manifest {
     pub(crate) deferred: Deferred,
     #[serde(skip_serializing_if = "ManifestDeadlines::is_empty")]
     pub(crate) deadlines: ManifestDeadlines,
+    #[serde(skip_serializing_if = "ExposeRules::is_empty")]
+    pub(crate) expose: ExposeRules,
 }
 
 /// The `deadlines` block: the extension's own activation and cleanup
@@ -118,6 +121,13 @@ impl Manifest {
         self.deadlines
             .cleanup_ms
             .map(std::time::Duration::from_millis)
+    }
+
+    /// Which of its tools a gateway shows (`expose.allow`, `expose.deny`).
+    /// Filtering never changes what is declared or checked (M-5): it is
+    /// applied after the check, to what a client sees.
+    pub fn expose(&self) -> &ExposeRules {
+        &self.expose
     }
 
     /// The declared tools (`deferred.tools`), in manifest order.
@@ -306,13 +316,26 @@ impl Lifecycle {
     }
 }
 
-/// A declared tool (`deferred.tools[i]`).
+/// A declared tool (`deferred.tools[i]`): the whole tool as the server
+/// lists it. `name`, `description` and `inputSchema` are required; the
+/// other fields MCP defines for a tool (`title`, `outputSchema`,
+/// `annotations`, `icons`, `_meta`) are pinned when the server gives them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeclaredTool {
     pub(crate) name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) title: Option<String>,
     pub(crate) description: String,
     pub(crate) input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) annotations: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) icons: Option<Value>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<Value>,
     #[serde(skip)]
     pub(crate) schema_digest: SchemaDigest,
 }
@@ -336,6 +359,60 @@ impl DeclaredTool {
     /// The digest of [`input_schema`](Self::input_schema).
     pub fn schema_digest(&self) -> SchemaDigest {
         self.schema_digest
+    }
+
+    /// The human title (`title`), if pinned.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The output schema (`outputSchema`, an object), if pinned.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    /// The behaviour hints (`annotations`, an object: `title`,
+    /// `readOnlyHint`, `destructiveHint`, `idempotentHint`,
+    /// `openWorldHint`), if pinned.
+    pub fn annotations(&self) -> Option<&Value> {
+        self.annotations.as_ref()
+    }
+
+    /// The icons (`icons`, an array), if pinned.
+    pub fn icons(&self) -> Option<&Value> {
+        self.icons.as_ref()
+    }
+
+    /// The tool's metadata (`_meta`, an object), if pinned.
+    pub fn meta(&self) -> Option<&Value> {
+        self.meta.as_ref()
+    }
+
+    /// The tool as MCP lists it (`name`, `title`, `description`,
+    /// `inputSchema`, `outputSchema`, `annotations`, `icons`, `_meta`;
+    /// absent fields left out).
+    pub fn to_mcp_json(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        map.insert("name".to_owned(), Value::String(self.name.clone()));
+        if let Some(title) = &self.title {
+            map.insert("title".to_owned(), Value::String(title.clone()));
+        }
+        map.insert(
+            "description".to_owned(),
+            Value::String(self.description.clone()),
+        );
+        map.insert("inputSchema".to_owned(), self.input_schema.clone());
+        for (key, value) in [
+            ("outputSchema", &self.output_schema),
+            ("annotations", &self.annotations),
+            ("icons", &self.icons),
+            ("_meta", &self.meta),
+        ] {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value.clone());
+            }
+        }
+        Value::Object(map)
     }
 }
 

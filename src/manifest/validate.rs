@@ -23,6 +23,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::digest::{SchemaDigest, canonical_json};
+use super::expose::{ExposeRules, MAX_EXPOSE_PATTERN_BYTES, MAX_EXPOSE_PATTERNS, is_valid_pattern};
 use super::reason::{ManifestError, ManifestReason as R, quote};
 use super::schema::{
     DeclaredModel, DeclaredProvider, DeclaredTool, Deferred, Lifecycle, Manifest,
@@ -427,6 +428,20 @@ const PROVIDER_DISPLAY_NAME: TextReasons = TextReasons {
     bidi: R::ProviderDisplayNameBidiControl,
     not_visible: Some(R::ProviderDisplayNameNotVisible),
 };
+const TOOL_TITLE: TextReasons = TextReasons {
+    invalid: R::InvalidDeclaredToolTitle,
+    control: R::InvalidDeclaredToolTitle,
+    bidi: R::InvalidDeclaredToolTitle,
+    not_visible: Some(R::InvalidDeclaredToolTitle),
+};
+
+const ANNOTATIONS_TITLE: TextReasons = TextReasons {
+    invalid: R::InvalidDeclaredToolAnnotations,
+    control: R::InvalidDeclaredToolAnnotations,
+    bidi: R::InvalidDeclaredToolAnnotations,
+    not_visible: Some(R::InvalidDeclaredToolAnnotations),
+};
+
 const MODEL_DISPLAY_NAME: TextReasons = TextReasons {
     invalid: R::InvalidModelDisplayName,
     control: R::ModelDisplayNameControlCharacter,
@@ -579,9 +594,27 @@ const MANIFEST_FIELDS: &[&str] = &[
     "dependencies",
     "deferred",
     "deadlines",
+    "expose",
 ];
 const DEFERRED_FIELDS: &[&str] = &["tools", "providers", "lifecycle", "context_providers"];
-const TOOL_FIELDS: &[&str] = &["name", "description", "inputSchema"];
+const TOOL_FIELDS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "icons",
+    "_meta",
+];
+const EXPOSE_FIELDS: &[&str] = &["allow", "deny"];
+/// The hints of a tool's `annotations`, each a boolean when present.
+const ANNOTATION_HINTS: &[&str] = &[
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
 const PROVIDER_FIELDS: &[&str] = &["id", "displayName", "configSchema", "models"];
 const MODEL_FIELDS: &[&str] = &["id", "displayName", "capabilities"];
 
@@ -675,6 +708,11 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
         None => ManifestDeadlines::default(),
     };
 
+    let expose = match optional(&mut map, "expose") {
+        Some(value) => decode_expose(value, root.key("expose"))?,
+        None => ExposeRules::default(),
+    };
+
     let manifest = Manifest {
         id,
         version,
@@ -686,6 +724,7 @@ fn decode_manifest(value: Value) -> Result<(Manifest, Vec<Notice>), ManifestErro
         dependencies,
         deferred,
         deadlines,
+        expose,
     };
     check_permissions_and_lifecycle(&manifest)?;
     Ok((manifest, notices))
@@ -1079,14 +1118,154 @@ fn decode_tools(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredTool>, Manifest
             R::InvalidDeclaredToolInputSchema,
             "the input schema",
         )?;
+        let title = optional(&mut map, "title")
+            .map(|v| display_name(v, item_at.key("title"), TOOL_TITLE, "the tool title"))
+            .transpose()?;
+        let output_schema = optional(&mut map, "outputSchema")
+            .map(|v| {
+                schema(
+                    v,
+                    item_at.key("outputSchema"),
+                    R::InvalidDeclaredToolOutputSchema,
+                    "the output schema",
+                )
+                .map(|(value, _)| value)
+            })
+            .transpose()?;
+        let annotations = optional(&mut map, "annotations")
+            .map(|v| decode_annotations(v, item_at.key("annotations")))
+            .transpose()?;
+        let icons = optional(&mut map, "icons")
+            .map(|v| {
+                if !v.is_array() {
+                    return fail(
+                        R::InvalidDeclaredToolMetadata,
+                        item_at.key("icons"),
+                        format!("the icons must be an array, found {}", type_name(&v)),
+                    );
+                }
+                sized(
+                    v,
+                    item_at.key("icons"),
+                    R::InvalidDeclaredToolMetadata,
+                    "the icons",
+                )
+            })
+            .transpose()?;
+        let meta = optional(&mut map, "_meta")
+            .map(|v| {
+                schema(
+                    v,
+                    item_at.key("_meta"),
+                    R::InvalidDeclaredToolMetadata,
+                    "the _meta",
+                )
+                .map(|(value, _)| value)
+            })
+            .transpose()?;
         tools.push(DeclaredTool {
             name,
+            title,
             description,
             input_schema,
+            output_schema,
+            annotations,
+            icons,
+            meta,
             schema_digest,
         });
     }
     Ok(tools)
+}
+
+/// A value of at most 64 KiB in canonical form.
+fn sized(value: Value, at: Ptr<'_>, reason: R, what: &str) -> Result<Value, ManifestError> {
+    let bytes = canonical_json(&value).len();
+    if bytes > MAX_SCHEMA_BYTES {
+        return fail(
+            reason,
+            at,
+            format!("{what} is {bytes} bytes serialised; at most {MAX_SCHEMA_BYTES} are allowed"),
+        );
+    }
+    Ok(value)
+}
+
+/// A tool's `annotations`: an object of at most 64 KiB whose hints are
+/// booleans and whose `title` is a title; other keys are kept as they are.
+fn decode_annotations(value: Value, at: Ptr<'_>) -> Result<Value, ManifestError> {
+    let reason = R::InvalidDeclaredToolAnnotations;
+    let Some(map) = value.as_object() else {
+        return fail(
+            reason,
+            at,
+            format!(
+                "the annotations must be an object, found {}",
+                type_name(&value)
+            ),
+        );
+    };
+    for hint in ANNOTATION_HINTS {
+        if let Some(v) = map.get(*hint)
+            && !v.is_boolean()
+        {
+            return fail(
+                reason,
+                at.key(hint),
+                format!("the hint {hint} must be a boolean, found {}", type_name(v)),
+            );
+        }
+    }
+    if let Some(title) = map.get("title") {
+        display_name(
+            title.clone(),
+            at.key("title"),
+            ANNOTATIONS_TITLE,
+            "the annotations' title",
+        )?;
+    }
+    sized(value, at, reason, "the annotations")
+}
+
+/// The `expose` block: `allow` and `deny`, each a list of patterns.
+fn decode_expose(value: Value, at: Ptr<'_>) -> Result<ExposeRules, ManifestError> {
+    let mut map = object(value, at, R::InvalidFieldType, "the expose block")?;
+    refuse_unknown(&map, EXPOSE_FIELDS, at)?;
+    let mut lists = [Vec::new(), Vec::new()];
+    for (slot, key) in lists.iter_mut().zip(EXPOSE_FIELDS) {
+        let Some(list) = optional(&mut map, key) else {
+            continue;
+        };
+        let list_at = at.key(key);
+        let items = array(list, list_at, R::InvalidFieldType, "a pattern list")?;
+        if items.len() > MAX_EXPOSE_PATTERNS {
+            return fail(
+                R::InvalidExposePattern,
+                list_at,
+                format!(
+                    "{} patterns; at most {MAX_EXPOSE_PATTERNS} are allowed",
+                    items.len()
+                ),
+            );
+        }
+        for (index, item) in items.into_iter().enumerate() {
+            let item_at = list_at.index(index);
+            let pattern = string(item, item_at, R::InvalidExposePattern, "a pattern")?;
+            if !is_valid_pattern(&pattern) {
+                return fail(
+                    R::InvalidExposePattern,
+                    item_at,
+                    format!(
+                        "the pattern {} is not 1 to {MAX_EXPOSE_PATTERN_BYTES} bytes of letters, digits, '_', '-', '.' and '*'",
+                        quote(&pattern)
+                    ),
+                );
+            }
+            slot.push(pattern);
+        }
+    }
+    let [allow, deny] = lists;
+    Ok(ExposeRules { allow, deny })
 }
 
 fn decode_providers(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredProvider>, ManifestError> {

@@ -88,18 +88,40 @@ pub(crate) fn differs(live: &[ToolKey], listed: &[ToolKey]) -> bool {
 
 /// The outcome a failed reload records.
 pub(crate) fn reload_failure(error: &HostError) -> ListChange {
-    if let HostError::Reload(failure) = error
-        && let FailureCause::Declaration(mismatch) = &failure.cause
-    {
-        return ListChange::DeclarationMismatch {
-            reason: mismatch.reason_code(),
-            message: mismatch.message().to_owned(),
-        };
+    if let HostError::Reload(failure) = error {
+        if let FailureCause::Declaration(mismatch) = &failure.cause {
+            return ListChange::DeclarationMismatch {
+                reason: mismatch.reason_code(),
+                message: mismatch.message().to_owned(),
+            };
+        }
+        // A tool's other fields (title, annotations, output schema, ...)
+        // that differ from its declaration are a declaration mismatch too.
+        if let FailureCause::Activate(f) = &failure.cause
+            && let Some(code) = f.code
+            && crate::manifest::FIELD_MISMATCH_REASON_CODES.contains(&code)
+        {
+            return ListChange::DeclarationMismatch {
+                reason: code,
+                message: f.message.clone(),
+            };
+        }
     }
     ListChange::ReloadFailed {
         code: error.cause_code().unwrap_or(error.code()),
         message: error.to_string(),
     }
+}
+
+/// Whether two whole listings are the same tools with the same fields
+/// (each tool compared as canonical JSON, in name order).
+pub(crate) fn same_fields(before: &[Value], after: &[Value]) -> bool {
+    let canonical = |tools: &[Value]| {
+        let mut all: Vec<String> = tools.iter().map(crate::manifest::canonical_json).collect();
+        all.sort();
+        all
+    };
+    canonical(before) == canonical(after)
 }
 
 /// What one watcher needs; it owns nothing that keeps the host or the
@@ -157,8 +179,11 @@ impl Watcher {
                 Err(change) => return Some(change),
             }
         };
+        let (listed, whole) = listed;
         let host = self.host.upgrade()?;
-        if !differs(&live_keys(&host.tools(), &self.extension), &listed) {
+        if !differs(&live_keys(&host.tools(), &self.extension), &listed)
+            && same_fields(&self.monitor.listed(), &whole)
+        {
             return Some(ListChange::Unchanged);
         }
         let change = match host.reload(&self.extension).await {
@@ -178,7 +203,7 @@ impl Watcher {
         Some(change)
     }
 
-    async fn list(&self, session: &Session) -> Result<Vec<ToolKey>, ListChange> {
+    async fn list(&self, session: &Session) -> Result<(Vec<ToolKey>, Vec<Value>), ListChange> {
         let failed = |fault: super::error::ProcessFault| ListChange::ListingFailed {
             code: fault.code(),
             message: fault.message().to_owned(),
@@ -190,7 +215,13 @@ impl Watcher {
                 message: format!("tools/list took over {} ms", self.deadline.as_millis()),
             }),
             Ok(Err(e)) => Err(failed(session.list_fault(e))),
-            Ok(Ok(tools)) => Ok(tool_keys(&tools)),
+            Ok(Ok(tools)) => Ok((
+                tool_keys(&tools),
+                tools
+                    .iter()
+                    .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+                    .collect(),
+            )),
         }
     }
 }

@@ -367,6 +367,13 @@ impl ProcessExtension {
         deadlines: Deadlines,
         context: &str,
     ) -> Result<(), ExtensionError> {
+        let whole: Vec<Value> = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .collect();
+        let checked = self.check_tool_fields(tools, &whole, context);
+        self.monitor.0.set_listed(whole);
+        checked?;
         for tool in tools {
             let descriptor = ToolDescriptor::new(
                 tool.name.to_string(),
@@ -393,6 +400,55 @@ impl ProcessExtension {
             .map_err(|e| host_error(context, e))?;
         }
         Ok(())
+    }
+
+    /// M-5 beyond the name, description and input schema: when the listing
+    /// passes the host's declaration match (which runs after registration
+    /// and reports its own reason otherwise), every other field of each
+    /// declared tool (`title`, `annotations`, `outputSchema`, `icons`,
+    /// `_meta`) must equal the listed one. A difference fails the
+    /// activation with the field's reason code
+    /// ([`FieldMismatch`](crate::manifest::FieldMismatch)), so the child is
+    /// rolled back like any failed start.
+    fn check_tool_fields(
+        &self,
+        tools: &[rmcp::model::Tool],
+        whole: &[Value],
+        context: &str,
+    ) -> Result<(), ExtensionError> {
+        let declared = self.manifest.declared_tools();
+        if declared.is_empty() {
+            return Ok(());
+        }
+        let schemas: Vec<Value> = tools
+            .iter()
+            .map(|t| Value::Object((*t.input_schema).clone()))
+            .collect();
+        let registered: Vec<crate::manifest::RegisteredTool<'_>> = tools
+            .iter()
+            .zip(&schemas)
+            .map(|(t, schema)| {
+                crate::manifest::RegisteredTool::new(
+                    &t.name,
+                    t.description.as_deref().unwrap_or_default(),
+                    schema,
+                )
+            })
+            .collect();
+        if self.manifest.match_registered_tools(&registered).is_err() {
+            // The host's own check reports it, with its reason.
+            return Ok(());
+        }
+        crate::manifest::match_tool_fields(declared, whole).map_err(|mismatch| {
+            ExtensionError::coded(
+                mismatch.reason_code(),
+                format!(
+                    "{context}: {} (tool {:?}); review the change, then run `exthost lock` to accept it",
+                    escape_text(mismatch.message()),
+                    mismatch.tool()
+                ),
+            )
+        })
     }
 
     /// Adds the last [`STDERR_TAIL_BYTES`] of the child's stderr,

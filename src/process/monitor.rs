@@ -67,6 +67,8 @@ pub(crate) struct MonitorState {
     /// How many times a generation was started on the running child instead
     /// of a fresh one.
     reuses: Mutex<u64>,
+    /// The tools of the latest `tools/list`, whole, as MCP JSON.
+    listed: Mutex<Arc<Vec<serde_json::Value>>>,
 }
 
 impl MonitorState {
@@ -126,6 +128,18 @@ impl MonitorState {
         }
     }
 
+    /// Records the tools of the latest listing.
+    pub(crate) fn set_listed(&self, tools: Vec<serde_json::Value>) {
+        if let Ok(mut listed) = self.listed.lock() {
+            *listed = Arc::new(tools);
+        }
+    }
+
+    /// The tools of the latest listing.
+    pub(crate) fn listed(&self) -> Arc<Vec<serde_json::Value>> {
+        self.listed.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
     pub(crate) fn stderr_now(&self) -> StderrDiagnostic {
         self.stderr
             .lock()
@@ -172,6 +186,15 @@ impl ProcessMonitor {
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default()
+    }
+
+    /// The tools of the latest `tools/list` the extension read (at a start,
+    /// a reload or a `list_changed`), whole, as MCP JSON objects in the
+    /// server's order: `name`, `title`, `description`, `inputSchema`,
+    /// `outputSchema`, `annotations`, `icons`, `_meta` as the server gave
+    /// them. Empty before the first listing.
+    pub fn listed_tools(&self) -> Arc<Vec<serde_json::Value>> {
+        self.0.listed()
     }
 
     /// How many generations were started on an already running child (a
