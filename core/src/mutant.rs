@@ -93,4 +93,21 @@ pub enum Mutant {
     /// A transient activation failure (a factory error, say) revokes the
     /// extension's grant as a declaration mismatch does (INV-14).
     TransientFailureRevokes,
+    /// A `Begin` refused while another operation runs pops the queue head
+    /// before it refuses: a refused input changes the core (INV-15).
+    RefusalPopsQueue,
+    /// A transient activation failure clears the revocation a declaration
+    /// mismatch made, so the next dormant call starts the extension
+    /// (INV-14).
+    TransientFailureClearsGrant,
+    /// A dependency's commit inside a chain (H-13) does not restore its
+    /// grant; only the extension asked for has its grant back (INV-14).
+    ChainCommitKeepsGrant,
+    /// A passed deadline marks the activation cancelled but sends no
+    /// `Cancel`: its code never sees the signal (INV-16).
+    DeadlineDropsCancel,
+    /// A provider selection looks for a declaring extension only among
+    /// those never started, so a failed one that declares the provider is
+    /// not found (M-8).
+    ProviderLookupSkipsFailed,
 }

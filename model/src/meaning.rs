@@ -82,7 +82,15 @@ pub const MEANINGS: &[(&str, &str)] = &[
     ),
     (
         "INV-14",
-        "grants: a dormant call or provider selection never starts an extension a mismatch revoked; a transient failure never revokes",
+        "grants: a dormant call or provider selection never starts an extension a mismatch revoked; a revocation appears only on a mismatch and goes only with a commit",
+    ),
+    (
+        "INV-15",
+        "refusals: an input the core refuses leaves the core and its outbox exactly as they were",
+    ),
+    (
+        "INV-16",
+        "cancellation: when the core decides to cancel the running activation, it sends the Cancel in the same step",
     ),
     (
         "a dormant call refused for a revoked grant (INV-14)",

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use exthost_core::canonical::{Handle, HandleKind, HandleSet};
 use exthost_core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, DormantCall,
-    Drained, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
+    Drained, Effect, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
     ProviderSelection, Registered, Registration, Requested,
 };
 use stateright::{Expectation, Model, Path, Property};
@@ -478,28 +478,74 @@ impl HostModel {
             return Some(s);
         }
         let before = &last.core;
-        let performed = self.perform_and_drain(&mut s.core, action)?;
+        let performed = self.perform(&mut s.core, action)?;
+        let drained = s.core.drain_outbox();
         // Stored states never carry an outbox: what the action set off was
         // just drained, and the checker compares states with it.
         debug_assert!(
             s.core.outbox_is_empty(),
             "the core's outbox is not empty after the step was drained"
         );
+        // INV-15: a refused input changes nothing, neither the core nor
+        // its outbox.
+        let refused = match &performed {
+            Err(_) => true,
+            Ok(Reply::Requested(Requested::Rejected(_)) | Reply::Call(Err(_))) => true,
+            Ok(_) => false,
+        };
+        let refusal_changed = refused && (s.core != *before || !drained.is_empty());
+        if refusal_changed {
+            Violations::record(
+                &mut s.env.violations.inv15,
+                format!(
+                    "the core refused {} and yet changed {}",
+                    render::action(&self.scenario, action),
+                    if drained.is_empty() {
+                        "its state"
+                    } else {
+                        "its outbox"
+                    }
+                ),
+            );
+        }
+        // INV-16: a cancellation the core decided in this step is sent in
+        // this step.
+        if let Some(context) = s.core.cancelled_activation()
+            && before.cancelled_activation() != Some(context)
+            && !drained
+                .commands
+                .iter()
+                .any(|c| matches!(c, Effect::Cancel { context: c } if *c == context))
+        {
+            Violations::record(
+                &mut s.env.violations.inv16,
+                format!(
+                    "{} cancelled the activation of context {context:?} but sent no Cancel",
+                    render::action(&self.scenario, action)
+                ),
+            );
+        }
         match performed {
             Err(error) => {
-                if matches!(action, Action::Begin { .. }) && before.running_op().is_some() {
+                if matches!(action, Action::Begin { .. })
+                    && before.running_op().is_some()
+                    && !refusal_changed
+                {
                     // The core refused to begin an operation while another
-                    // runs: exactly what H-3 asks. The probe is not a step.
+                    // runs, changing nothing: exactly what H-3 asks. The
+                    // probe is not a step.
                     return None;
                 }
-                Violations::record(
-                    &mut s.env.violations.protocol,
-                    format!("{}: {error}", render::action(&self.scenario, action)),
-                );
+                if !(matches!(action, Action::Begin { .. }) && before.running_op().is_some()) {
+                    Violations::record(
+                        &mut s.env.violations.protocol,
+                        format!("{}: {error}", render::action(&self.scenario, action)),
+                    );
+                }
                 self.end_step(&mut s);
                 Some(s)
             }
-            Ok((reply, drained)) => {
+            Ok(reply) => {
                 self.observe(&mut s, last, action, reply, drained);
                 Self::check_transition(before, &mut s);
                 self.end_step(&mut s);

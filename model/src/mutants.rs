@@ -20,7 +20,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 30] = [
+pub const MUTANTS: [MutantCase; 35] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -229,6 +229,41 @@ pub const MUTANTS: [MutantCase; 30] = [
         name: "TransientFailureRevokes",
         breaks: &["INV-14"],
         summary: "a transient activation failure revokes the grant as a mismatch does",
+        caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::RefusalPopsQueue,
+        name: "RefusalPopsQueue",
+        breaks: &["INV-15"],
+        summary: "a Begin refused while another operation runs pops the queue head first",
+        caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::TransientFailureClearsGrant,
+        name: "TransientFailureClearsGrant",
+        breaks: &["INV-14"],
+        summary: "a transient activation failure clears the revocation a mismatch made",
+        caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::ChainCommitKeepsGrant,
+        name: "ChainCommitKeepsGrant",
+        breaks: &["INV-14"],
+        summary: "a dependency's commit inside a chain does not restore its grant",
+        caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::DeadlineDropsCancel,
+        name: "DeadlineDropsCancel",
+        breaks: &["INV-16"],
+        summary: "a passed deadline marks the activation cancelled but sends no Cancel",
+        caught_in: "tools+steps",
+    },
+    MutantCase {
+        mutant: Mutant::ProviderLookupSkipsFailed,
+        name: "ProviderLookupSkipsFailed",
+        breaks: &["protocol"],
+        summary: "a provider selection finds a declaring extension only if it never started",
         caught_in: "discovery+tools",
     },
 ];

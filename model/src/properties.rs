@@ -40,10 +40,10 @@ pub type Check = fn(&Scenario, &State) -> Result<(), String>;
 /// The names of the checked invariants, in order (INV-12 is three
 /// properties: calls drained before cleanup, nothing runs after shutdown,
 /// an expired deadline wins).
-pub const INVARIANTS: [&str; 19] = [
+pub const INVARIANTS: [&str; 21] = [
     "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "INV-9", "INV-10",
     "INV-11a", "INV-11b", "INV-11c", "INV-12a", "INV-12b", "INV-12c", "INV-13a", "INV-13b",
-    "INV-14",
+    "INV-14", "INV-15", "INV-16",
 ];
 
 /// The property that holds when no input the environment chose was refused
@@ -299,13 +299,29 @@ fn settled_inv12c(s: &State) -> Result<(), String> {
     Ok(())
 }
 
-/// INV-14: revoked grants (judged when a dormant call or a provider
-/// selection asks the core, see `model/observe.rs`): the core never starts
-/// an extension whose grant the environment saw a declaration mismatch
-/// revoke (and no commit restore), and never refuses one for a grant no
-/// mismatch revoked.
+/// INV-14: revoked grants, judged on the answers (when a dormant call or a
+/// provider selection asks the core, see `model/observe.rs`: the core
+/// never starts an extension whose grant the environment saw a
+/// declaration mismatch revoke and no commit restore, and never refuses
+/// one for a grant no mismatch revoked) and on the revocation state after
+/// every step (`model/checks.rs`: the core's revoked grants are exactly
+/// the environment's, so a revocation appears only on a mismatch and goes
+/// only with a commit, a dependency's inside a chain included).
 pub fn inv14(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv14)
+}
+
+/// INV-15: a refused input changes nothing (judged after every refused
+/// input, see `model.rs`): the core and its outbox are exactly as they
+/// were.
+pub fn inv15(_: &Scenario, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv15)
+}
+
+/// INV-16: a cancellation the core decides is sent in the same step
+/// (judged after every step, see `model.rs`).
+pub fn inv16(_: &Scenario, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv16)
 }
 
 /// The environment's protocol: no chosen input refused, no unexpected reply.
@@ -335,6 +351,8 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-13a" => inv13a,
         "INV-13b" => inv13b,
         "INV-14" => inv14,
+        "INV-15" => inv15,
+        "INV-16" => inv16,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -413,6 +431,8 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
         Definition::always("INV-12a", |sc, s| inv12a(sc, s).is_ok()),
         Definition::always("INV-12b", |sc, s| inv12b(sc, s).is_ok()),
         Definition::always("INV-12c", |sc, s| inv12c(sc, s).is_ok()),
+        Definition::always("INV-15", |sc, s| inv15(sc, s).is_ok()),
+        Definition::always("INV-16", |sc, s| inv16(sc, s).is_ok()),
         Definition::always(PROTOCOL, |sc, s| protocol(sc, s).is_ok()),
     ];
     // INV-11 and INV-13 are listed only where the bounds exercise them

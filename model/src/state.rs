@@ -288,6 +288,13 @@ pub struct Violations {
     /// whose grant a mismatch revoked, or was refused for a grant no
     /// mismatch revoked.
     pub inv14: Option<String>,
+    /// INV-15: the core refused an input (a protocol error, a rejected
+    /// request, a refused call) and yet changed its state or its outbox.
+    pub inv15: Option<String>,
+    /// INV-16: the core decided to cancel the running activation (a
+    /// shutdown, a passed deadline) without sending its `Cancel` in the
+    /// same step.
+    pub inv16: Option<String>,
     /// The core refused an input the environment chose, or replied with
     /// an effect the environment did not expect.
     pub protocol: Option<String>,

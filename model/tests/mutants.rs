@@ -195,6 +195,31 @@ fn transient_failure_revokes_breaks_inv14() {
 }
 
 #[test]
+fn refusal_pops_queue_breaks_inv15() {
+    assert_caught(Mutant::RefusalPopsQueue);
+}
+
+#[test]
+fn transient_failure_clears_grant_breaks_inv14() {
+    assert_caught(Mutant::TransientFailureClearsGrant);
+}
+
+#[test]
+fn chain_commit_keeps_grant_breaks_inv14() {
+    assert_caught(Mutant::ChainCommitKeepsGrant);
+}
+
+#[test]
+fn deadline_drops_cancel_breaks_inv16() {
+    assert_caught(Mutant::DeadlineDropsCancel);
+}
+
+#[test]
+fn provider_lookup_skips_failed_breaks_protocol() {
+    assert_caught(Mutant::ProviderLookupSkipsFailed);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

@@ -324,7 +324,9 @@ impl HostCore {
             });
         }
         self.activation_order.push(id.clone());
-        self.restore_grant(&id);
+        if then.is_empty() || !self.mutant(Mutant::ChainCommitKeepsGrant) {
+            self.restore_grant(&id);
+        }
         let ext = self.slot_of(&id);
         self.exts[ext] = ExtensionSlot::Active(active);
         self.publish();

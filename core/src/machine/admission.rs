@@ -126,6 +126,7 @@ impl HostCore {
             )));
         }
         if self.running.is_some() && !self.mutant(Mutant::StartBeforeSettled) {
+            self.probe_refusal_pops_queue();
             return Err(ProtocolError(format!(
                 "{op} cannot begin while another operation runs"
             )));
@@ -144,6 +145,19 @@ impl HostCore {
     }
 
     // ----- queries -----
+
+    /// The context of the running activation whose cancellation the core
+    /// has decided (a shutdown or a passed deadline): in the step that
+    /// decided it, the core told the shell to fire its signal
+    /// ([`Effect::Cancel`](crate::Effect::Cancel), INV-16).
+    pub fn cancelled_activation(&self) -> Option<ContextId> {
+        match &self.running {
+            Some(Running::Activation(a)) if a.extension.state().cancelled.is_some() => {
+                Some(a.context())
+            }
+            _ => None,
+        }
+    }
 
     /// Extensions in discovery order.
     pub fn extensions(&self) -> &[ExtensionSlot] {

@@ -143,7 +143,9 @@ impl HostCore {
                     return Ok(());
                 }
                 a.cancelled = Some(Cancellation::Deadline);
-                self.command(Effect::Cancel { context });
+                if !self.mutant(crate::mutant::Mutant::DeadlineDropsCancel) {
+                    self.command(Effect::Cancel { context });
+                }
                 Ok(())
             }
             Some(Awaiting::Cleanup(..)) => self.cleanup_finished(

@@ -100,6 +100,8 @@ impl HostCore {
             || self.mutant(Mutant::TransientFailureRevokes)
         {
             self.revoked.insert(id.to_owned());
+        } else if self.mutant(Mutant::TransientFailureClearsGrant) {
+            self.revoked.remove(id);
         }
     }
 

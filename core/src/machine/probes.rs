@@ -21,6 +21,13 @@ use crate::registry::{Binding, Owner, ProviderRecord, ToolRegistry, ToolSpec};
 use super::state::{Activation, HostCore, Purpose};
 
 impl HostCore {
+    /// `RefusalPopsQueue`: a refused `Begin` pops the queue head first.
+    pub(super) fn probe_refusal_pops_queue(&mut self) {
+        if self.mutant(Mutant::RefusalPopsQueue) {
+            self.queue.pop_front();
+        }
+    }
+
     /// The same core running a seeded bug.
     #[cfg(feature = "mutants")]
     pub fn with_mutant(mut self, mutant: Option<M>) -> Self {

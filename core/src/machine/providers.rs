@@ -77,7 +77,10 @@ impl HostCore {
             };
         }
         let declaring = self.exts.iter().find_map(|slot| {
-            if slot.status() == Status::Active {
+            if slot.status() == Status::Active
+                || (self.mutant(Mutant::ProviderLookupSkipsFailed)
+                    && slot.status() != Status::Discovered)
+            {
                 return None;
             }
             let declared = slot.meta().declared_providers.as_ref()?;

@@ -14,6 +14,24 @@ impl HostModel {
         check_statuses(before, s);
         check_api_names(before, s);
         check_calls(s);
+        check_grants(s);
+    }
+}
+
+/// INV-14 on the revocation state itself: the grants the core holds
+/// revoked are exactly those the environment saw a declaration mismatch
+/// revoke and no commit of that extension restore since.
+fn check_grants(s: &mut State) {
+    let core: Vec<&str> = s.core.revoked().collect();
+    if core != s.env.revoked {
+        Violations::record(
+            &mut s.env.violations.inv14,
+            format!(
+                "the core holds the grants of {core:?} revoked, but a mismatch with no commit \
+                 since revoked those of {:?}",
+                s.env.revoked
+            ),
+        );
     }
 }
 

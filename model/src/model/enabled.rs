@@ -134,21 +134,30 @@ impl HostModel {
     }
     /// INV-14: a dormant call of the manifest extension's declared tool
     /// (and, with providers, a selection of its declared provider), offered
-    /// only where the core's admission starts the extension or refuses it
-    /// for a revoked grant (elsewhere it is an ordinary call or selection,
-    /// which starts nothing). Only the manifest extension declares
-    /// anything, so only it has a grant to revoke.
+    /// where the environment expects the core's admission to start the
+    /// extension or refuse it for a revoked grant (M-4, M-8: it is
+    /// discovered, not active, and the host is open), and wherever the core
+    /// says it would; elsewhere it is an ordinary call or selection, which
+    /// starts nothing. The expectation is the environment's own, so a core
+    /// whose lookup misses a declaring extension (a failed one, say)
+    /// answers a call the environment makes, and breaks `protocol`. Only
+    /// the manifest extension declares anything, so only it has a grant
+    /// to revoke.
     fn dormant_calls(&self, s: &State, out: &mut Vec<Action>) {
         for (i, ext) in self.scenario.extensions.iter().enumerate() {
             if !ext.meta.namespaced {
                 continue;
             }
+            let id = ext.id();
+            let expected = s.core.phase() == Phase::Open
+                && s.env.discovered.iter().any(|d| d == id)
+                && !s.env.active.iter().any(|a| a.ext == id);
             let ext = i as u8;
             for provider in [false, true] {
                 if provider && !self.scenario.bounds.providers {
                     continue;
                 }
-                if self.admit_dormant(&s.core, ext, provider) != (None, None) {
+                if expected || self.admit_dormant(&s.core, ext, provider) != (None, None) {
                     out.push(Action::DormantCall { ext, provider });
                 }
             }

@@ -495,10 +495,10 @@ impl CheckArgs {
             });
         }
         if self.bounds.is_default() {
-            if self.bfs || self.max_depth.is_some() {
+            if (self.bfs && self.part.is_none()) || self.max_depth.is_some() {
                 return Err(
                     "--bfs and --max-depth apply to one search: give a preset (--full, --base, \
-                     --ci or --lifecycle)"
+                     --ci or --lifecycle), or --part for --bfs"
                         .into(),
                 );
             }
@@ -512,6 +512,11 @@ impl CheckArgs {
             }
             if let Some(part) = &self.part {
                 plan = plan.only(part)?;
+                if self.bfs {
+                    for s in &mut plan.searches {
+                        s.options.strategy = Strategy::Bfs;
+                    }
+                }
             }
             return Ok(plan);
         }
