@@ -35,8 +35,8 @@ use std::time::Duration;
 use exthost::core::Owner;
 use exthost::host::{ExtensionHost, HostError, HostOptions};
 use exthost::manifest::{
-    MANIFEST_FILE_NAME, Manifest, Permission, Runtime, load_manifest_file, parse_manifest,
-    schema_digest,
+    MANIFEST_FILE_NAME, Manifest, Permission, Runtime, canonical_json, load_manifest_file,
+    parse_manifest, schema_digest,
 };
 use exthost::{ResourceLoader, ResourceRoot};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -333,6 +333,26 @@ struct LiveTool {
     name: String,
     description: String,
     input_schema: Value,
+    /// The tool's other fields as the server listed them (`title`,
+    /// `outputSchema`, `annotations`, `icons`, `_meta`), in that order.
+    fields: Vec<(&'static str, Value)>,
+}
+
+/// The fields of a tool pinned beside its name, description and input
+/// schema, in the order they are written.
+const OTHER_FIELDS: [&str; 5] = ["title", "outputSchema", "annotations", "icons", "_meta"];
+
+/// The value of one of [`OTHER_FIELDS`] in a declared tool.
+fn declared_field<'a>(tool: &'a exthost::manifest::DeclaredTool, field: &str) -> Option<Value> {
+    let value: Option<&'a Value> = match field {
+        "title" => return tool.title().map(|t| Value::String(t.to_owned())),
+        "outputSchema" => tool.output_schema(),
+        "annotations" => tool.annotations(),
+        "icons" => tool.icons(),
+        "_meta" => tool.meta(),
+        _ => None,
+    };
+    value.cloned()
 }
 
 fn describe(e: &HostError) -> (String, String) {
@@ -382,6 +402,17 @@ async fn lock_one(
                 }
                 if d.schema_digest() != schema_digest(&tool.input_schema) {
                     fields.push("inputSchema");
+                }
+                for field in OTHER_FIELDS {
+                    let live = tool
+                        .fields
+                        .iter()
+                        .find(|(k, _)| *k == field)
+                        .map(|(_, v)| canonical_json(v));
+                    let locked = declared_field(d, field).map(|v| canonical_json(&v));
+                    if live != locked {
+                        fields.push(field);
+                    }
                 }
                 if !fields.is_empty() {
                     report.changed.push((tool.name.clone(), fields));
@@ -467,7 +498,7 @@ async fn list_live(
     }
     let (bare, _) = Manifest::from_value(bare)
         .map_err(|e| (e.reason_code().to_owned(), e.message().to_owned()))?;
-    let (definition, _monitor) = exthost::process::definition(&bare, folder).ok_or_else(|| {
+    let (definition, monitor) = exthost::process::definition(&bare, folder).ok_or_else(|| {
         (
             "not_a_process_extension".to_owned(),
             "not a process runtime".to_owned(),
@@ -489,13 +520,30 @@ async fn list_live(
     disposed.map_err(|e| describe(&e))?;
     let owner = Owner::extension(id);
     let prefix = format!("{id}:");
+    // The whole tools as listed (the snapshot holds the name, description
+    // and input schema; the rest comes from the listing itself).
+    let listed = monitor.listed_tools();
     Ok(snapshot
         .iter()
         .filter(|t| t.owner == &owner)
-        .map(|t| LiveTool {
-            name: t.name.strip_prefix(&prefix).unwrap_or(t.name).to_owned(),
-            description: t.description.to_owned(),
-            input_schema: t.input_schema.clone(),
+        .map(|t| {
+            let name = t.name.strip_prefix(&prefix).unwrap_or(t.name).to_owned();
+            let whole = listed
+                .iter()
+                .find(|l| l.get("name").and_then(Value::as_str) == Some(name.as_str()));
+            let fields = OTHER_FIELDS
+                .iter()
+                .filter_map(|field| {
+                    let value = whole?.get(*field)?;
+                    (!value.is_null()).then(|| (*field, value.clone()))
+                })
+                .collect();
+            LiveTool {
+                name,
+                description: t.description.to_owned(),
+                input_schema: t.input_schema.clone(),
+                fields,
+            }
         })
         .collect())
 }
@@ -519,14 +567,23 @@ fn locked_document(document: Json, live: &[LiveTool]) -> Json {
     let tools = Json::Array(
         live.iter()
             .map(|t| {
-                Json::Object(vec![
-                    ("name".to_owned(), Json::String(t.name.clone())),
-                    (
-                        "description".to_owned(),
-                        Json::String(t.description.clone()),
-                    ),
-                    ("inputSchema".to_owned(), Json::from(&t.input_schema)),
-                ])
+                let field = |key: &str| {
+                    t.fields
+                        .iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(k, v)| ((*k).to_owned(), Json::from(v)))
+                };
+                let mut tool = vec![("name".to_owned(), Json::String(t.name.clone()))];
+                tool.extend(field("title"));
+                tool.push((
+                    "description".to_owned(),
+                    Json::String(t.description.clone()),
+                ));
+                tool.push(("inputSchema".to_owned(), Json::from(&t.input_schema)));
+                for key in ["outputSchema", "annotations", "icons", "_meta"] {
+                    tool.extend(field(key));
+                }
+                Json::Object(tool)
             })
             .collect(),
     );

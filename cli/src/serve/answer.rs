@@ -55,6 +55,19 @@ fn as_mcp_result(value: &Value) -> Option<CallToolResult> {
 /// code, and whose structured content carries the code, the cause code,
 /// the extension and, for a declaration mismatch, the reason and the tool.
 pub(crate) fn from_error(tool: &str, extension: Option<&str>, error: &HostError) -> CallToolResult {
+    from_error_with(tool, extension, error, None)
+}
+
+/// [`from_error`], where `drifted` is the reason code and the tool of a
+/// declared tool whose other fields (title, annotations, output schema,
+/// ...) differ from the live one: worded like the host's declaration
+/// mismatch (M-5).
+pub(crate) fn from_error_with(
+    tool: &str,
+    extension: Option<&str>,
+    error: &HostError,
+    drifted: Option<(&str, String)>,
+) -> CallToolResult {
     let mut details = json!({
         "code": error.code(),
         "tool": tool,
@@ -66,7 +79,8 @@ pub(crate) fn from_error(tool: &str, extension: Option<&str>, error: &HostError)
         details["extension"] = json!(extension);
     }
     let mut text = format!("{}: {}", error.code(), error.message());
-    if let Some((reason, drifted)) = mismatch(error) {
+    let found = mismatch(error).map(|(reason, tool)| (reason.to_owned(), tool));
+    if let Some((reason, drifted)) = found.or(drifted.map(|(r, t)| (r.to_owned(), t))) {
         details["reason"] = json!(reason);
         details["driftedTool"] = json!(drifted);
         text = format!(
@@ -91,6 +105,26 @@ pub(crate) fn from_error(tool: &str, extension: Option<&str>, error: &HostError)
     }
     let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
     result.structured_content = Some(details);
+    result
+}
+
+/// The error result of a call to an extension that failed its declaration
+/// check earlier in the session because a tool's other fields drifted:
+/// the same answer as a grant the host revoked (M-5); nothing starts.
+pub(crate) fn revoked(tool: &str, extension: &str) -> CallToolResult {
+    let code = exthost::error::codes::TOOL_ACTIVATION_DENIED;
+    let text = format!(
+        "{code}: extension {extension:?} failed its declaration check earlier in this session, so its \
+         tools stay stopped until `exthost serve` restarts. Run `exthost lock --check <dir>` \
+         to see what drifted and `exthost lock <dir> {extension}` to accept it."
+    );
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json!({
+        "code": code,
+        "tool": tool,
+        "extension": extension,
+        "reason": "grant_revoked",
+    }));
     result
 }
 

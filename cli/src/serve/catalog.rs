@@ -1,7 +1,7 @@
 //! `--expose catalog`: three meta-tools instead of every schema, so a client
 //! with hundreds of tools pays for three definitions, not hundreds:
 //! `search_tools` (by words in names and descriptions), `describe_tool`
-//! (one tool's schema) and `call_tool` (by name, through the same path as a
+//! (one tool, whole) and `call_tool` (by name, through the same path as a
 //! direct call).
 
 use std::sync::Arc;
@@ -115,6 +115,7 @@ fn search(gateway: &Gateway, arguments: &JsonObject) -> CallToolResult {
     let snapshot = gateway.host.tools();
     let mut found: Vec<(usize, usize, Value)> = snapshot
         .iter()
+        .filter(|info| gateway.shape.shows(info))
         .enumerate()
         .filter_map(|(order, info)| {
             let s = score(&words, info.api_name, info.description);
@@ -168,20 +169,16 @@ fn describe(gateway: &Gateway, arguments: &JsonObject) -> CallToolResult {
         );
     };
     let snapshot = gateway.host.tools();
-    let Some(info) = find(&snapshot, name) else {
-        let close = close_names(&snapshot, name);
+    let Some(info) = find(&snapshot, name).filter(|info| gateway.shape.shows(info)) else {
+        let close = close_names(&snapshot, &gateway.shape, name);
         return refusal(
             "TOOL_NOT_FOUND",
             format!("no tool named {name:?}; close names: {}", close.join(", ")),
             json!({"code": "TOOL_NOT_FOUND", "closeNames": close}),
         );
     };
-    let details = json!({
-        "name": info.api_name,
-        "description": info.description,
-        "inputSchema": info.input_schema,
-        "extension": owner_of(&info),
-    });
+    let mut details = gateway.shape.whole_tool(&info);
+    details["extension"] = json!(owner_of(&info));
     let mut result = CallToolResult::success(vec![ContentBlock::text(
         serde_json::to_string_pretty(&details).unwrap_or_default(),
     )]);
@@ -222,13 +219,28 @@ pub(crate) async fn call(
             };
             match gateway.call(target, input, cancel, progress).await {
                 Ok(result) => Ok(result),
-                // An unknown tool is the meta-tool's answer, not a protocol
-                // error of the client's request.
-                Err(e) => Ok(refusal(
-                    "TOOL_NOT_FOUND",
-                    e.message.to_string(),
-                    e.data.unwrap_or(Value::Null),
-                )),
+                // An unknown or hidden tool is the meta-tool's answer (with
+                // the same stable code), not a protocol error of the
+                // client's request.
+                Err(e) => {
+                    let code = if e
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("code"))
+                        .and_then(Value::as_str)
+                        == Some(super::gateway::TOOL_HIDDEN)
+                    {
+                        super::gateway::TOOL_HIDDEN
+                    } else {
+                        "TOOL_NOT_FOUND"
+                    };
+                    let message = e.message.to_string();
+                    let message = message
+                        .strip_prefix(&format!("{code}: "))
+                        .unwrap_or(&message)
+                        .to_owned();
+                    Ok(refusal(code, message, e.data.unwrap_or(Value::Null)))
+                }
             }
         }
         other => Err(McpError::invalid_params(

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::answer;
 use super::listing::{self, close_names, find, owner_of};
 use super::log::Log;
+use super::shape::Shape;
 
 /// How `tools/list` presents the host's tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -76,7 +77,17 @@ pub(crate) struct Gateway {
     ending: Arc<AtomicBool>,
     /// Calls that ended cancelled or cut off by the end of the session.
     abandoned: Arc<AtomicU64>,
+    /// The whole tools and which are shown.
+    pub(crate) shape: Arc<Shape>,
+    /// Extensions whose listed tools' other fields (title, annotations,
+    /// output schema, ...) differed from their declarations: like a grant
+    /// revoked by the host (M-5), they stay stopped for the session.
+    revoked: Arc<Mutex<HashSet<String>>>,
 }
+
+/// The stable code of a call of a hidden tool (in the JSON-RPC error's
+/// `data.code`; the JSON-RPC code is `-32602`, as for an unknown tool).
+pub(crate) const TOOL_HIDDEN: &str = "TOOL_HIDDEN";
 
 impl Gateway {
     pub(crate) fn new(
@@ -85,6 +96,7 @@ impl Gateway {
         warm: bool,
         log: Log,
         max_calls: usize,
+        shape: Arc<Shape>,
     ) -> Self {
         Self {
             host,
@@ -97,6 +109,8 @@ impl Gateway {
             max_calls,
             ending: Arc::default(),
             abandoned: Arc::default(),
+            shape,
+            revoked: Arc::default(),
         }
     }
 
@@ -126,7 +140,7 @@ impl Gateway {
     ) -> Result<CallToolResult, McpError> {
         let snapshot = self.host.tools();
         let Some(info) = find(&snapshot, name) else {
-            let close = close_names(&snapshot, name);
+            let close = close_names(&snapshot, &self.shape, name);
             return Err(McpError::invalid_params(
                 format!(
                     "TOOL_NOT_FOUND: no tool named {name:?}{}",
@@ -139,10 +153,26 @@ impl Gateway {
                 Some(json!({"code": "TOOL_NOT_FOUND", "closeNames": close})),
             ));
         };
+        if let Some(hidden) = self.shape.hidden(&info) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "{TOOL_HIDDEN}: the tool {:?} is hidden from this client: {}",
+                    info.api_name,
+                    hidden.describe()
+                ),
+                Some(json!({"code": TOOL_HIDDEN, "tool": info.api_name, "hiddenBy": hidden.by})),
+            ));
+        }
         let runtime_name = info.name.to_owned();
         let api_name = info.api_name.to_owned();
         let extension = owner_of(&info);
         drop(snapshot);
+
+        if let Some(id) = &extension
+            && self.revoked.lock().is_ok_and(|r| r.contains(id))
+        {
+            return Ok(answer::revoked(&api_name, id));
+        }
 
         if let Some(id) = &extension
             && let Err(e) = self.restart_if_gone(id).await
@@ -191,7 +221,20 @@ impl Gateway {
                 } else {
                     self.log.line(&format!("call {api_name}: {e}"));
                 }
-                Ok(answer::from_error(&api_name, extension.as_deref(), &e))
+                let drifted = extension.as_deref().and_then(|id| {
+                    let cause = e.cause_code()?;
+                    let tool = self.shape.drifted_tool(id, cause)?;
+                    if let Ok(mut revoked) = self.revoked.lock() {
+                        revoked.insert(id.to_owned());
+                    }
+                    Some((cause, tool))
+                });
+                Ok(answer::from_error_with(
+                    &api_name,
+                    extension.as_deref(),
+                    &e,
+                    drifted,
+                ))
             }
         }
     }
@@ -251,11 +294,12 @@ impl Gateway {
 /// Sends `notifications/tools/list_changed` whenever what `tools/list`
 /// shows changes (a backend's `list_changed` reload, a reload after a
 /// crash, shutdown), until the host or the client is gone.
-pub(crate) async fn forward_list_changes(host: ExtensionHost, peer: Peer<RoleServer>) {
+pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer>) {
+    let (host, shape) = (&gateway.host, &gateway.shape);
     let mut changes = host.tool_changes();
-    let mut last = listing::fingerprint(&host.tools());
+    let mut last = listing::fingerprint(&host.tools(), shape);
     while changes.changed().await {
-        let now = listing::fingerprint(&host.tools());
+        let now = listing::fingerprint(&host.tools(), shape);
         if now != last {
             last = now;
             if peer.notify_tool_list_changed().await.is_err() {

@@ -10,6 +10,7 @@ mod gateway;
 mod listing;
 mod log;
 mod server;
+mod shape;
 mod transport;
 
 use std::io::Write;
@@ -64,6 +65,15 @@ pub(crate) struct ServeArgs {
     /// `TOO_MANY_CALLS_IN_FLIGHT`) at once.
     #[arg(long, default_value_t = gateway::DEFAULT_MAX_CALLS_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_calls_in_flight: u32,
+    /// Show only the tools whose API name matches one of these patterns
+    /// (`*` is any run of characters; repeatable). Applies after each
+    /// manifest's own `expose` rules.
+    #[arg(long, value_name = "PATTERN")]
+    allow: Vec<String>,
+    /// Hide the tools whose API name matches one of these patterns
+    /// (repeatable); a hidden tool is not listed and not callable.
+    #[arg(long, value_name = "PATTERN")]
+    deny: Vec<String>,
 }
 
 pub(crate) fn run(
@@ -77,6 +87,22 @@ pub(crate) fn run(
             args.dir.display()
         )));
     }
+    for pattern in args.allow.iter().chain(&args.deny) {
+        if !exthost::manifest::is_valid_pattern(pattern) {
+            return Err(Failure::usage(format!(
+                "--allow/--deny {}: a pattern is 1 to {} bytes of letters, digits, '_', '-', '.' and '*'",
+                crate::text::esc(pattern),
+                exthost::manifest::MAX_EXPOSE_PATTERN_BYTES
+            )));
+        }
+    }
+    let rules = exthost::manifest::ExposeRules::new(args.allow.clone(), args.deny.clone())
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "--allow/--deny: at most {} patterns each",
+                exthost::manifest::MAX_EXPOSE_PATTERNS
+            ))
+        })?;
     let dir = std::path::absolute(&args.dir)
         .map_err(|e| Failure::usage(format!("{}: {e}", args.dir.display())))?;
     let log = match &args.log_file {
@@ -97,9 +123,11 @@ pub(crate) fn run(
     }
     let host =
         ExtensionHost::new(options).map_err(|e| Failure::failed(crate::call::describe(&e)))?;
+    let discovery;
     if args.skip_invalid {
         match host.discover_valid_manifests(&dir, factories) {
-            Ok((_, skipped)) => {
+            Ok((found, skipped)) => {
+                discovery = found;
                 crate::call::print_failures(err, &skipped)?;
                 for f in &skipped {
                     log.line(&format!(
@@ -118,18 +146,24 @@ pub(crate) fn run(
                 return Err(Failure::usage(crate::call::describe(&e)));
             }
         }
-    } else if let Err(e) = host.discover_manifest_dir(&dir, factories) {
-        if let HostError::ManifestDiscovery { failures } = &e {
-            crate::call::print_failures(err, failures)?;
+    } else {
+        match host.discover_manifest_dir(&dir, factories) {
+            Ok(found) => discovery = found,
+            Err(e) => {
+                if let HostError::ManifestDiscovery { failures } = &e {
+                    crate::call::print_failures(err, failures)?;
+                }
+                return Err(Failure::usage(crate::call::describe(&e)));
+            }
         }
-        return Err(Failure::usage(crate::call::describe(&e)));
     }
+    let shape = std::sync::Arc::new(shape::Shape::new(&dir, &discovery, rules));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
-    let code = runtime.block_on(serve(host, args, log));
+    let code = runtime.block_on(serve(host, args, log, shape));
     // stdin's reader may still be parked in a blocking read; do not wait
     // for it.
     runtime.shutdown_background();
@@ -150,7 +184,12 @@ fn signal_name(number: Option<i32>) -> &'static str {
     }
 }
 
-async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
+async fn serve(
+    host: ExtensionHost,
+    args: &ServeArgs,
+    log: Log,
+    shape: std::sync::Arc<shape::Shape>,
+) -> u8 {
     // Subreaper (descendants that leave their server's group are adopted
     // and killed at the end), SIGINT and SIGTERM handlers.
     let mut supervisor = match signals::Supervisor::install() {
@@ -178,10 +217,12 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
             args.warm,
             log.clone(),
             args.max_calls_in_flight as usize,
+            shape.clone(),
         );
         *gateway_slot
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(gateway.clone());
+        let watcher = gateway.clone();
         let transport = LineTransport::new(
             tokio::io::stdin(),
             tokio::io::stdout(),
@@ -192,7 +233,7 @@ async fn serve(host: ExtensionHost, args: &ServeArgs, log: Log) -> u8 {
             Ok(service) => {
                 let forwarder = (args.expose == Expose::Tools).then(|| {
                     tokio::spawn(gateway::forward_list_changes(
-                        host.clone(),
+                        watcher,
                         service.peer().clone(),
                     ))
                 });

@@ -17,7 +17,7 @@ impl Gateway {
     /// What the client sees in `tools/list`.
     pub(crate) fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
         match self.expose {
-            Expose::Tools => listing::mcp_tools(&self.host.tools()),
+            Expose::Tools => listing::mcp_tools(&self.host.tools(), &self.shape),
             Expose::Catalog => catalog::meta_tools(),
         }
     }
