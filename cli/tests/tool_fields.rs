@@ -1,0 +1,399 @@
+//! The whole tool (`title`, `annotations`, `outputSchema`, `_meta` beside
+//! the name, description and input schema): `exthost lock` pins it,
+//! `lock --check` reports a drift in the annotations or the output schema
+//! alone, `exthost serve` lists it without starting anything, and a server
+//! whose live annotations or output schema differ from the lock fails its
+//! first call closed (M-5) and stays stopped for the session. Real child
+//! processes (a Python fixture server); every run bounded in time.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+/// The most any one `exthost lock` run, or any one answer of `serve`, may
+/// take here.
+const BOUND: Duration = Duration::from_secs(120);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+fn exthost() -> Command {
+    let mut cmd = Command::cargo_bin("exthost").expect("the exthost binary");
+    cmd.current_dir(repo()).timeout(BOUND);
+    cmd
+}
+
+/// A minimal MCP stdio server: answers `initialize`, `ping`, `tools/list`
+/// (from `tools.json` in its working directory, the extension's folder,
+/// read at each listing) and `tools/call` (text "called <name>").
+const SERVER: &str = r#"
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    line = line.strip()
+    if not line:
+        continue
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fields-fixture", "version": "1.0.0"}}
+    elif method == "tools/list":
+        with open("tools.json") as f:
+            result = {"tools": json.load(f)}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
+                  "isError": False}
+    elif method == "ping":
+        result = {}
+    else:
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": "method not found"}})
+        continue
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+/// The real Python interpreter (not a shell shim), found once.
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 on PATH (these tests run a Python fixture server)");
+        assert!(out.status.success(), "python3 runs");
+        String::from_utf8(out.stdout)
+            .expect("a UTF-8 path")
+            .trim()
+            .to_owned()
+    })
+}
+
+/// Writes extension `id` into `dir/<id>/`: the fixture server, its tool
+/// list, and a manifest with `extra` fields merged in.
+fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> PathBuf {
+    let folder = dir.join(id);
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("server.py"), SERVER).unwrap();
+    set_tools(&folder.join("extension.json"), tools);
+    let mut manifest = json!({
+        "id": id,
+        "runtime": {
+            "kind": "process",
+            "command": python(),
+            "args": ["server.py"],
+            "startupTimeoutMs": 10000,
+            "shutdownTimeoutMs": 2000
+        }
+    });
+    if let (Some(m), Some(extra)) = (manifest.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    let file = folder.join("extension.json");
+    fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    file
+}
+
+/// Changes what the server of the manifest `file` lists.
+fn set_tools(file: &Path, tools: &[Value]) {
+    fs::write(
+        file.with_file_name("tools.json"),
+        serde_json::to_string(tools).unwrap(),
+    )
+    .unwrap();
+}
+
+fn read(file: &Path) -> Value {
+    serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
+}
+
+/// `exthost serve` driven by raw JSON-RPC lines; every answer awaited at
+/// most [`BOUND`]; the child is killed when dropped.
+struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    next_id: u64,
+}
+
+impl Serve {
+    fn start(dir: &Path, args: &[&str]) -> Self {
+        let bin = assert_cmd::cargo::cargo_bin("exthost");
+        let mut child = std::process::Command::new(bin)
+            .arg("serve")
+            .arg(dir)
+            .args(args)
+            .current_dir(repo())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("exthost serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Ok(value) = serde_json::from_str::<Value>(&line)
+                    && tx.send(value).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut serve = Serve {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        serve.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "tests", "version": "1"}}),
+        );
+        serve.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        serve
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The whole answer (`result` or `error`) to one request.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(BOUND)
+                .expect("serve answers within the bound");
+            if message.get("id") == Some(&json!(id)) {
+                return message;
+            }
+        }
+    }
+
+    fn tools(&mut self) -> Vec<Value> {
+        let answer = self.request("tools/list", json!({}));
+        answer["result"]["tools"].as_array().unwrap().clone()
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // End of input ends serve; the kill bounds a wedged one.
+        drop(self.stdin.take());
+        for _ in 0..200 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One tool with every optional field MCP defines, and a plain one.
+fn tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "read",
+            "title": "Read notes",
+            "description": "Reads the notes.",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "annotations": {"title": "Read notes", "readOnlyHint": true, "destructiveHint": false,
+                            "idempotentHint": true, "openWorldHint": false},
+            "_meta": {"example.org/owner": "notes"}
+        }),
+        json!({"name": "plain", "description": "A tool without extras.", "inputSchema": {"type": "object"}}),
+    ]
+}
+
+/// A locked folder of one extension `alpha` serving [`tools`].
+fn locked() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = server_extension(dir.path(), "alpha", &tools(), json!({}));
+    exthost().args(["lock"]).arg(dir.path()).assert().code(0);
+    (dir, file)
+}
+
+#[test]
+fn lock_pins_every_field_and_serve_lists_them_without_starting_anything() {
+    let (dir, file) = locked();
+    let declared = read(&file)["deferred"]["tools"].clone();
+    for field in ["title", "outputSchema", "annotations", "_meta"] {
+        assert_eq!(declared[0][field], tools()[0][field], "{field}: {declared}");
+        assert!(declared[1].get(field).is_none(), "{field} only where given");
+    }
+    exthost()
+        .args(["lock", "--check"])
+        .arg(dir.path())
+        .assert()
+        .code(0);
+    // Locking a locked folder changes no byte.
+    let before = fs::read(&file).unwrap();
+    exthost().args(["lock"]).arg(dir.path()).assert().code(0);
+    assert_eq!(fs::read(&file).unwrap(), before);
+
+    // The server is not running: the listing comes from the lock.
+    set_tools(&file, &[]);
+    let mut serve = Serve::start(dir.path(), &[]);
+    let listed = serve.tools();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let mut expected = tools()[0].clone();
+    expected["name"] = json!("alpha_read");
+    assert_eq!(listed[0], expected);
+    assert_eq!(
+        listed[1],
+        json!({"name": "alpha_plain", "description": "A tool without extras.", "inputSchema": {"type": "object"}})
+    );
+}
+
+/// Locks, lets `drift` change the server's first tool, and checks that
+/// `lock --check` fails naming exactly `field` of `read`, writes nothing,
+/// and that `serve` refuses the server closed at its first call with
+/// `reason`, then keeps it stopped.
+fn drift_alone(drift: impl FnOnce(&mut Value), field: &str, reason: &str) {
+    let (dir, file) = locked();
+    let locked_bytes = fs::read(&file).unwrap();
+    let mut drifted = tools();
+    drift(&mut drifted[0]);
+    set_tools(&file, &drifted);
+
+    let out = exthost()
+        .args(["lock", "--check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("  changed: read ({field})")),
+        "{text}"
+    );
+    let out = exthost()
+        .args(["lock", "--check", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["extensions"][0]["changed"],
+        json!([{"name": "read", "fields": [field]}]),
+        "{report}"
+    );
+    assert_eq!(
+        fs::read(&file).unwrap(),
+        locked_bytes,
+        "--check writes nothing"
+    );
+
+    let mut serve = Serve::start(dir.path(), &[]);
+    // Listed from the lock, as locked.
+    let listed = serve.tools();
+    assert_eq!(listed[0]["annotations"], tools()[0]["annotations"]);
+    assert_eq!(listed[0]["outputSchema"], tools()[0]["outputSchema"]);
+    // Even a call of the tool that did not drift is refused: the server
+    // as a whole no longer matches its lock.
+    let answer = serve.call("alpha_plain", json!({}));
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let details = &result["structuredContent"];
+    assert_eq!(details["code"], "EXTENSION_ACTIVATION_FAILED", "{details}");
+    assert_eq!(details["reason"], reason, "{details}");
+    assert_eq!(details["driftedTool"], "read", "{details}");
+    assert_eq!(details["extension"], "alpha", "{details}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("exthost lock"), "{text}");
+    // Stopped for the session: nothing starts again.
+    let answer = serve.call("alpha_read", json!({}));
+    let details = &answer["result"]["structuredContent"];
+    assert_eq!(details["code"], "TOOL_ACTIVATION_DENIED", "{answer}");
+    assert_eq!(details["reason"], "grant_revoked", "{answer}");
+}
+
+#[test]
+fn a_read_only_hint_that_turns_false_alone_is_refused_closed() {
+    drift_alone(
+        |tool| tool["annotations"]["readOnlyHint"] = json!(false),
+        "annotations",
+        "registered_tool_annotations_mismatch",
+    );
+}
+
+#[test]
+fn a_destructive_hint_that_appears_alone_is_refused_closed() {
+    drift_alone(
+        |tool| {
+            tool["annotations"]
+                .as_object_mut()
+                .unwrap()
+                .remove("destructiveHint");
+        },
+        "annotations",
+        "registered_tool_annotations_mismatch",
+    );
+}
+
+#[test]
+fn a_changed_output_schema_alone_is_refused_closed() {
+    drift_alone(
+        |tool| tool["outputSchema"]["required"] = json!([]),
+        "outputSchema",
+        "registered_tool_output_schema_mismatch",
+    );
+}
+
+#[test]
+fn an_output_schema_that_goes_away_alone_is_refused_closed() {
+    drift_alone(
+        |tool| {
+            tool.as_object_mut().unwrap().remove("outputSchema");
+        },
+        "outputSchema",
+        "registered_tool_output_schema_mismatch",
+    );
+}
+
+#[test]
+fn matching_fields_start_the_server() {
+    let (dir, _file) = locked();
+    let mut serve = Serve::start(dir.path(), &[]);
+    let answer = serve.call("alpha_read", json!({"id": "1"}));
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "called read");
+}
