@@ -7,8 +7,11 @@
 //! as a definition *without* its `deferred` declarations (so the live list
 //! is not refused by the M-5 check it is about to replace), read its tools
 //! from the host's snapshot (every `tools/list` page), dispose the host
-//! (P-3), and write `deferred.tools` with each tool's exact name,
-//! description and `inputSchema`, in the order the server lists them.
+//! (P-3), and write `deferred.tools` with each tool whole (its exact name,
+//! description and `inputSchema`, and `title`, `outputSchema`,
+//! `annotations`, `icons` and `_meta` where the server gives them, read
+//! from the process monitor's record of the listing), in the order the
+//! server lists them.
 //! `tools.register` is added to `permissions` when missing; every other
 //! field is kept.
 //!
