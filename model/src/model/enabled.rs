@@ -136,7 +136,8 @@ impl HostModel {
     /// (and, with providers, a selection of its declared provider), offered
     /// where the environment expects the core's admission to start the
     /// extension or refuse it for a revoked grant (M-4, M-8: it is
-    /// discovered, not active, and the host is open), and wherever the core
+    /// discovered, not active, the host is open and, for a provider, no
+    /// other extension's is live), and wherever the core
     /// says it would; elsewhere it is an ordinary call or selection, which
     /// starts nothing. The expectation is the environment's own, so a core
     /// whose lookup misses a declaring extension (a failed one, say)
@@ -157,7 +158,15 @@ impl HostModel {
                 if provider && !self.scenario.bounds.providers {
                     continue;
                 }
-                if expected || self.admit_dormant(&s.core, ext, provider) != (None, None) {
+                // A provider another extension registered is live: the
+                // selection is served by it (the live registry is INV-1's).
+                let live = provider
+                    && s.core
+                        .registry()
+                        .provider(crate::scenario::PROVIDER_ID)
+                        .is_some();
+                if (expected && !live) || self.admit_dormant(&s.core, ext, provider) != (None, None)
+                {
                     out.push(Action::DormantCall { ext, provider });
                 }
             }
