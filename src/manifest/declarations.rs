@@ -259,7 +259,17 @@ fn quoted(value: Option<&Value>) -> String {
     } else {
         text
     };
-    text.escape_debug().to_string()
+    // Canonical JSON escapes the C0 controls; the rest that could drive a
+    // terminal or reorder text is written as `\u{..}`.
+    text.chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
+                format!("\\u{{{:x}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The hints of two `annotations` objects that differ, as `readOnlyHint:
@@ -334,9 +344,9 @@ pub fn match_tool_fields(declared: &[DeclaredTool], live: &[Value]) -> Result<()
                 reason,
                 tool: d.name().to_owned(),
                 message: format!(
-                    "the tool {:?} lists a {} that differs from its declaration: {what}",
-                    d.name(),
-                    reason.field()
+                    "the listed {} of the tool {:?} differs from its declaration: {what}",
+                    reason.field(),
+                    d.name()
                 ),
             });
         }
