@@ -356,7 +356,7 @@ fn a_read_only_hint_that_turns_false_alone_is_refused_closed() {
 }
 
 #[test]
-fn a_destructive_hint_that_appears_alone_is_refused_closed() {
+fn a_destructive_hint_that_goes_away_alone_is_refused_closed() {
     drift_alone(
         |tool| {
             tool["annotations"]
