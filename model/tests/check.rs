@@ -11,18 +11,17 @@ const CI_UNIQUE_STATES: usize = 133_080;
 /// The distinct states of `check --lifecycle` (reload, dependency and
 /// providers with one tool, hook and disposer and two requests).
 const LIFECYCLE_UNIQUE_STATES: usize = 1_356_616;
-/// The distinct states of the default check's one search (issue 24): the
-/// default bounds with every input ([`Bounds::full`]), counted by the first
-/// run to finish (`check --threads 2 --json`: 166,504,168 unique of
-/// 446,507,780 generated, depth 49, 7,682 s at low priority on a shared
-/// 2-core machine; docs/model-checking.md, "Issue 24").
+/// The distinct states of `check --full`, the one search over every input
+/// ([`Bounds::full`]): 166,504,168 unique of 446,507,780 generated, depth
+/// 49, 7,682 s at low priority on a shared 2-core machine
+/// (docs/model-checking.md, "Other ways to run it").
 const FULL_UNIQUE_STATES: usize = 166_504_168;
 
-/// The default check, one search over every input: too slow for the suite
+/// `check --full`, one search over every input: too slow for the suite
 /// (`cargo test --release -p exthost-model --test check -- --ignored`).
 #[test]
 #[ignore = "the default check's one search: run with --release -- --ignored"]
-fn the_default_check_has_its_pinned_state_count() {
+fn the_full_search_has_its_pinned_state_count() {
     let report = check(Bounds::full());
     assert_all_ok(&report);
     assert_eq!(report.unique_states, FULL_UNIQUE_STATES);
