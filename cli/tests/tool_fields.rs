@@ -397,3 +397,54 @@ fn matching_fields_start_the_server() {
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "called read");
 }
+
+#[test]
+fn each_rule_of_the_pinned_fields_has_its_reason_code() {
+    let base = || {
+        json!({"id": "x", "runtime": {"kind": "in-process"}, "permissions": ["tools.register"],
+               "deferred": {"tools": [{"name": "t", "description": "d", "inputSchema": {}}]}})
+    };
+    let cases: Vec<(&str, &str, Box<dyn Fn(&mut Value)>)> = vec![
+        (
+            "invalid_declared_tool_title",
+            "/deferred/tools/0/title",
+            Box::new(|v| v["deferred"]["tools"][0]["title"] = json!("a\u{202E}b")),
+        ),
+        (
+            "invalid_declared_tool_annotations",
+            "/deferred/tools/0/annotations/readOnlyHint",
+            Box::new(|v| v["deferred"]["tools"][0]["annotations"] = json!({"readOnlyHint": "yes"})),
+        ),
+        (
+            "invalid_declared_tool_output_schema",
+            "/deferred/tools/0/outputSchema",
+            Box::new(|v| v["deferred"]["tools"][0]["outputSchema"] = json!([])),
+        ),
+        (
+            "invalid_declared_tool_metadata",
+            "/deferred/tools/0/_meta",
+            Box::new(|v| v["deferred"]["tools"][0]["_meta"] = json!("m")),
+        ),
+        (
+            "invalid_expose_pattern",
+            "/expose/allow/0",
+            Box::new(|v| v["expose"] = json!({"allow": ["a/b"]})),
+        ),
+    ];
+    for (code, pointer, edit) in cases {
+        let mut value = base();
+        edit(&mut value);
+        let error = exthost::manifest::parse_manifest(&value.to_string()).unwrap_err();
+        assert_eq!(
+            (error.reason_code(), error.pointer()),
+            (code, pointer),
+            "{error}"
+        );
+        assert!(exthost::manifest::REASON_CODES.contains(&code));
+    }
+    let mut value = base();
+    value["deferred"]["tools"][0]["title"] = json!("Title");
+    value["deferred"]["tools"][0]["icons"] = json!([{"src": "https://example.org/i.png"}]);
+    value["expose"] = json!({"allow": ["t*"], "deny": []});
+    exthost::manifest::parse_manifest(&value.to_string()).expect("valid");
+}
