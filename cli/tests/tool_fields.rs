@@ -398,13 +398,16 @@ fn matching_fields_start_the_server() {
     assert_eq!(answer["result"]["content"][0]["text"], "called read");
 }
 
+/// A change made to a manifest.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn each_rule_of_the_pinned_fields_has_its_reason_code() {
     let base = || {
         json!({"id": "x", "runtime": {"kind": "in-process"}, "permissions": ["tools.register"],
                "deferred": {"tools": [{"name": "t", "description": "d", "inputSchema": {}}]}})
     };
-    let cases: Vec<(&str, &str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, &str, Edit)> = vec![
         (
             "invalid_declared_tool_title",
             "/deferred/tools/0/title",
