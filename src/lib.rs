@@ -65,7 +65,7 @@
 //! | [`host`] | the async shell: [`host::ExtensionHost`], its context, manifests in the host (H-1 to H-12) |
 //! | [`core`] | the crate `exthost-core`: the pure host (typestates, tool registry, the transition function the model checker explores), ids, text hygiene and error codes |
 //! | [`manifest`] | manifest schema, validation, classes, triggers, schema digests (M-1 to M-7) |
-//! | [`queue`], [`publication`], [`park_gate`] | the shell's FIFO queue, registry publication cell and the hook ticker's park handshake, checked with loom |
+//! | [`queue`], [`publication`] | the shell's FIFO queue and registry publication cell, checked with loom |
 //! | [`error`] | every stable error code, [`error::codes`], and [`CodedError`], the one way an error carries one |
 //! | [`process`] | the MCP stdio runtime, an adapter over the host's public API (feature `process`) |
 //!
@@ -105,8 +105,8 @@
 //! explores the real core (the crate `exthost-core`, re-exported here as
 //! [`core`]) and checks INV-1 to INV-14 on every reachable state, and each
 //! seeded bug must be caught. Limit: the check is exhaustive only within its bounds, and covers
-//! the core; the async shell is checked by loom (its queue, publication
-//! cell and park gate), by trace validation of every recorded integration run against the
+//! the core; the async shell is checked by loom (its queue and publication
+//! cell), by trace validation of every recorded integration run against the
 //! core, and by fault simulation (`docs/model-checking.md`, `docs/loom.md`,
 //! `docs/host.md`).
 //!
@@ -126,7 +126,6 @@ pub mod host;
 /// ID-1, the one identifier rule, from `exthost-core`.
 pub use exthost_core::id;
 pub mod manifest;
-pub mod park_gate;
 #[cfg(all(feature = "process", not(exthost_loom)))]
 pub mod process;
 pub mod publication;

@@ -1,21 +1,17 @@
 //! The synchronization shim under the shell's concurrency primitives.
 //!
-//! [`SerialQueue`](crate::queue::SerialQueue), [`Published`](crate::publication::Published)
-//! and [`ParkGate`](crate::park_gate::ParkGate) take their `Arc`, `Mutex`,
-//! atomics and thread parking from here: `std::sync` in every normal build,
+//! [`SerialQueue`](crate::queue::SerialQueue) and
+//! [`Published`](crate::publication::Published) take their `Arc` and `Mutex`
+//! from here: `std::sync` in every normal build,
 //! `loom::sync` when the crate is compiled with `--cfg exthost_loom`, so the
 //! `exthost-loom-tests` crate model-checks exactly the code that ships. Nothing
 //! else in the crate changes under that cfg. (The bare `loom` cfg is not used:
 //! other crates, tokio among them, give it a meaning of their own.)
 
 #[cfg(exthost_loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard, atomic};
-#[cfg(exthost_loom)]
-pub(crate) use loom::thread;
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 #[cfg(not(exthost_loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard, atomic};
-#[cfg(not(exthost_loom))]
-pub(crate) use std::thread;
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks `mutex`, ignoring poisoning.
 ///

@@ -396,31 +396,25 @@ async fn hooks_past_the_deadline_time_out_on_many_threads() {
     hooks_past_the_deadline_time_out_and_the_rest_run().await;
 }
 
-/// Hooks under a hook deadline of a second or more on one thread, where
-/// a run of many hooks is timed from the shared ticker's ticks rather than
-/// a clock reading per hook (H-12): a hook that blocks the thread past the
-/// deadline and returns `Ok` times out, one that never returns times out,
-/// and the quick hooks before, between and after them keep their own
-/// results (the ticker ticks every 10 ms on a thread of its own while the
-/// hook blocks this one, for 1.4 s).
+/// Many hooks under a hook deadline on one thread, run in a batch task
+/// with one clock reading per hook (H-12): a hook that blocks the thread
+/// past the deadline and returns `Ok` times out, one that never returns
+/// times out, and the quick hooks before, between and after them keep
+/// their own results.
 #[tokio::test(flavor = "current_thread")]
-async fn hooks_timed_from_ticks_on_one_thread_time_out_alone() {
-    hooks_timed_from_ticks_time_out_alone().await;
+async fn hooks_under_a_deadline_on_one_thread_time_out_alone() {
+    hooks_under_a_deadline_time_out_alone().await;
 }
 
-/// The same on many threads, where the hooks run in a batch of their own
-/// whose watchdog reads the running hook's start off the ticker's ticks,
-/// and whose finished hooks are judged from them when the batch ends or
-/// is given up on: the blocking hook's batch is given up on at the
-/// deadline, the quick hooks before it keep their results, and the rest
-/// run in a fresh batch.
+/// The same on many threads: the blocking hook's batch is given up on at
+/// the deadline, the quick hooks before it keep their results, and the
+/// rest run in a fresh batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hooks_timed_from_ticks_on_many_threads_time_out_alone() {
-    hooks_timed_from_ticks_time_out_alone().await;
+async fn hooks_under_a_deadline_on_many_threads_time_out_alone() {
+    hooks_under_a_deadline_time_out_alone().await;
 }
 
-async fn hooks_timed_from_ticks_time_out_alone() {
-    // Enough hooks to wake the ticker if it is parked.
+async fn hooks_under_a_deadline_time_out_alone() {
     const QUICK: usize = 300;
     let deadline = Duration::from_secs(1);
     let log = Log::default();

@@ -554,12 +554,12 @@ fn an_operation_whose_runtime_dies_is_settled_and_the_host_stays_usable() {
     assert!(host.tools().is_empty());
 }
 
-/// An emit on one thread whose hooks are timed from the ticker (hundreds of
-/// hooks under the default 10 s hook deadline), and whose runtime dies
-/// while a hook is pending: the driver judges and feeds the hooks that
-/// finished, the step it was on is lost, and the host stays usable.
+/// An emit on one thread with hundreds of hooks under the default 10 s
+/// hook deadline, whose runtime dies while a hook is pending: the driver
+/// feeds the hooks that finished, the step it was on is lost, and the host
+/// stays usable.
 #[test]
-fn an_emit_whose_runtime_dies_among_ticked_hooks_is_settled_and_the_host_stays_usable() {
+fn an_emit_whose_runtime_dies_among_hooks_under_a_deadline_is_settled_and_the_host_stays_usable() {
     const QUICK: usize = 300;
     let log = Log::default();
     let (_dir, host) = host_with(|o| o);

@@ -29,10 +29,25 @@ async fn hooks_run_in_order_a_failure_becomes_a_diagnostic_and_later_hooks_see_t
     hooks_in_order(host).await;
 }
 
+/// The same under the default hook deadline on many threads, where the
+/// hooks run in a batch task of their own under the emit's watchdog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_run_in_order_on_many_threads() {
+    let (_d, host) = host();
+    within(hooks_in_order(host)).await;
+}
+
 /// With no hook deadline the hooks run in the operation's driver, with no
-/// task of their own (issue 23): the same order, diagnostics and event.
+/// task of their own: the same order, diagnostics and event, on both
+/// runtime flavours.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_hook_deadline_hooks_run_in_the_driver_with_the_same_outcome() {
+    let (_d, host) = host_with(|o| o.without_hook_deadline());
+    within(hooks_in_order(host)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn without_a_hook_deadline_on_one_thread_hooks_run_in_the_driver_with_the_same_outcome() {
     let (_d, host) = host_with(|o| o.without_hook_deadline());
     within(hooks_in_order(host)).await;
 }

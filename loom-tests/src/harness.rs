@@ -37,9 +37,6 @@ pub const TORN: &str = "INV-1 torn snapshot";
 pub const BROKEN_BEFORE_MADE: &str = "INV-11 no generation live";
 /// H-9: a snapshot changed after it was taken.
 pub const DETACHED: &str = "H-9 snapshot changed after it was taken";
-/// H-12: the hook ticker's thread parked with a user in and no user woke
-/// it, so hooks would be timed without ticks.
-pub const SLEPT_THROUGH: &str = "H-12 ticker parked through a user";
 
 /// Preemption bound of the [`Bound::Preemptions`] tests when
 /// `LOOM_MAX_PREEMPTIONS` is not set.

@@ -27,11 +27,6 @@
 //!   providers in two steps); and the same race over the real registry,
 //!   which holds tools and providers (M-8), with its seeded two-step commit.
 //!
-//! * `park_gate`: the hook ticker's park handshake (H-12): a user arriving
-//!   as the thread stops, one user or two, the decisions and the real park
-//!   and unpark; and two seeded gates (no second look for users, no
-//!   fences).
-//!
 //! `docs/loom.md` at the workspace root lists every test, its bound, its
 //! interleaving count and time, and every seeded bug.
 #![forbid(unsafe_code)]
@@ -39,8 +34,6 @@
 
 #[cfg(exthost_loom)]
 pub mod harness;
-#[cfg(exthost_loom)]
-pub mod park_gate;
 #[cfg(exthost_loom)]
 pub mod publication;
 #[cfg(exthost_loom)]

@@ -14,10 +14,10 @@
 //! - A piece of extension code under a deadline runs in a task of its own
 //!   (the factory on the blocking pool), so the driver can hold the
 //!   deadline against code that blocks its thread or never returns; code
-//!   with no deadline runs in the driver, and so do hooks under a deadline
-//!   where one thread runs every task, bounded there (the core's
-//!   placement). What the
-//!   driver feeds the core when a deadline passes or a completion arrives
+//!   with no deadline runs in the driver (the core's placement). Hooks
+//!   under a deadline run one way on both runtime flavours: in a batch
+//!   task under the driver's watchdog, one clock reading per hook
+//!   ([`super::hook_watch`]). What the driver feeds the core when a deadline passes or a completion arrives
 //!   late is decided by the core (`DeadlinePassed`, then the completion).
 //! - A driver that ends without settling its operation (its task aborted,
 //!   its runtime shutting down, a bug unwinding) feeds the core `StepLost`
@@ -41,10 +41,8 @@ use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
 use super::deadlines::current_executor;
-use super::hook_times::{self, BatchTimes, HookTimes};
-use super::hook_watch::{BatchProgress, BatchReporter, HookClock, MAX_BATCH, Seen, StillPending};
+use super::hook_watch::{BatchProgress, BatchReporter, MAX_BATCH};
 use super::shell::Inner;
-use super::ticker::Ticker;
 use super::trace::uncaused;
 use crate::core::{
     Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure,
@@ -163,9 +161,6 @@ pub(crate) struct Driver {
     watched: Option<Arc<BatchProgress>>,
     /// Results of the running emit's hooks not yet fed to the core.
     hooks_done: HookResults,
-    /// The timing of the hooks in `hooks_done`, when they run here under a
-    /// deadline judged from ticks: they are judged before they are fed.
-    hook_times: Option<HookTimes>,
 }
 
 impl Driver {
@@ -181,7 +176,6 @@ impl Driver {
             activation_inline: false,
             watched: None,
             hooks_done: HookResults::new(),
-            hook_times: None,
         }
     }
 
@@ -505,10 +499,10 @@ impl Driver {
     /// in one input. Where they run is the core's answer
     /// ([`HostCore::hook_placement`](crate::core::HostCore::hook_placement)):
     /// here in the driver's task, with no task, timer or allocation per
-    /// hook, when no hook deadline applies or when one thread runs every
-    /// task (each hook then bounded here); else in a task of their own
-    /// under a watchdog (a hook that blocks its thread past the deadline
-    /// is abandoned and the remaining hooks run in a fresh task).
+    /// hook, when no hook deadline applies; else, on either runtime
+    /// flavour, in a task of their own under a watchdog (a hook that
+    /// blocks its thread past the deadline is abandoned and the remaining
+    /// hooks run in a fresh task).
     async fn run_hooks(&mut self, hooks: VectorSync<LiveHook>, start: usize) {
         let op = self.op;
         let Some(event) = self.event.clone() else {
@@ -521,21 +515,11 @@ impl Driver {
             (shell.hook_handlers(&hooks), placement)
         };
         let results = match placement {
-            Placement::Task(Some(deadline)) => {
+            // Under a deadline, on either runtime, the hooks run in a task
+            // of their own under the driver's watchdog.
+            Placement::Task(Some(deadline)) | Placement::InlineBounded(deadline) => {
                 self.run_hooks_watched(hooks, handlers, start, event, deadline)
                     .await
-            }
-            Placement::InlineBounded(deadline) => {
-                match hook_times::ticker_for(hooks.len().saturating_sub(start), deadline) {
-                    Some(ticker) => {
-                        self.run_hooks_ticked(&hooks, &handlers, start, &event, ticker, deadline)
-                            .await
-                    }
-                    None => {
-                        self.run_hooks_bounded(&hooks, &handlers, start, &event, deadline)
-                            .await
-                    }
-                }
             }
             Placement::Inline | Placement::Task(None) => {
                 self.run_hooks_here(&hooks, &handlers, start, &event).await
@@ -562,100 +546,13 @@ impl Driver {
         std::mem::take(&mut self.hooks_done)
     }
 
-    /// The hooks from `start` on, in this task, each bounded by `deadline`
-    /// (the core's placement where one thread runs every task, so that a
-    /// task of their own would hold it no better): one coarse clock
-    /// reading per hook judges a hook that returned (one that blocked the
-    /// thread past the deadline is late, as the batch judges it), and a
-    /// timer set when a hook is first pending ends one still pending at the
-    /// deadline. A result is kept as soon as its hook returns, so a driver
-    /// dropped midway feeds what finished. Kept apart from
-    /// [`Driver::run_hooks_here`]: one loop with the clock optional cost the
-    /// emit without a deadline 12 more instructions per hook, and the one
-    /// with it 5 (callgrind, `fixed_costs emit-no-deadline 300`, `emit 300`).
-    async fn run_hooks_bounded(
-        &mut self,
-        hooks: &VectorSync<LiveHook>,
-        handlers: &[Option<HookFn>],
-        start: usize,
-        event: &Arc<Event>,
-        deadline: Duration,
-    ) -> HookResults {
-        self.hooks_done = HookResults::new();
-        let mut clock = HookClock::start(deadline);
-        for i in start..hooks.len() {
-            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
-            let mut run = run_hook(handlers.get(i), event);
-            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
-            let result = match first {
-                Poll::Ready(result) => result,
-                Poll::Pending => StillPending::new(run, deadline)
-                    .await
-                    .unwrap_or_else(|| Err(hook_late(deadline))),
-            };
-            self.hooks_done.push(clock.judge(result, hook_late));
-        }
-        std::mem::take(&mut self.hooks_done)
-    }
-
-    /// The hooks from `start` on, in this task, each bounded by `deadline`
-    /// as in [`Driver::run_hooks_bounded`], but judged from the ticker's
-    /// ticks ([`HookTimes`]): one atomic load per hook instead of a clock
-    /// reading, and the judgement at the end. The core's placement where
-    /// one thread runs every task, for a deadline of
-    /// [`hook_times::MIN_DEADLINE`] or more and a ticker running or worth
-    /// waking ([`hook_times::ticker_for`]). A driver dropped midway
-    /// judges and feeds what finished.
-    async fn run_hooks_ticked(
-        &mut self,
-        hooks: &VectorSync<LiveHook>,
-        handlers: &[Option<HookFn>],
-        start: usize,
-        event: &Arc<Event>,
-        ticker: &'static Ticker,
-        deadline: Duration,
-    ) -> HookResults {
-        self.hooks_done = HookResults::new();
-        self.hook_times = Some(HookTimes::start(ticker, deadline));
-        for i in start..hooks.len() {
-            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
-            // Written out as in `run_hooks_bounded`: one helper future for
-            // both loops cost 67 more instructions per hook (callgrind,
-            // `fixed_costs emit 300`), its state machine around the hook's.
-            let mut run = run_hook(handlers.get(i), event);
-            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
-            let waited = first.is_pending();
-            let result = match first {
-                Poll::Ready(result) => result,
-                Poll::Pending => StillPending::new(run, deadline)
-                    .await
-                    .unwrap_or_else(|| Err(hook_late(deadline))),
-            };
-            self.hooks_done.push(result);
-            if let Some(times) = self.hook_times.as_mut() {
-                let at = self.hooks_done.len();
-                if waited {
-                    times.passed_after_waiting(at);
-                } else {
-                    times.passed(at);
-                }
-            }
-        }
-        let done = std::mem::take(&mut self.hooks_done);
-        match self.hook_times.take() {
-            Some(times) => times.judge(done, hook_late),
-            None => done,
-        }
-    }
-
     /// The hooks from `start` on, in tasks of their own, each bounded by
     /// `deadline` from the moment it starts: each batch reports its
     /// progress in one atomic word ([`BatchProgress`]), and the watchdog
     /// here wakes once per deadline after the running hook's start (no
-    /// timer per hook). Where [`hook_times::ticker_for`] gives a ticker,
-    /// the batch is timed from its ticks ([`BatchTimes`]) rather than a
-    /// clock reading per hook. A result is kept as soon as its batch ends, so a
-    /// driver dropped midway feeds what finished.
+    /// timer per hook). Each batch reads the clock once per hook: a hook's
+    /// end is the next one's start. A result is kept as soon as its batch
+    /// ends, so a driver dropped midway feeds what finished.
     async fn run_hooks_watched(
         &mut self,
         hooks: VectorSync<LiveHook>,
@@ -665,14 +562,10 @@ impl Driver {
         deadline: Duration,
     ) -> HookResults {
         self.hooks_done = HookResults::new();
-        let ticker = hook_times::ticker_for(hooks.len().saturating_sub(start), deadline);
         let mut next = start;
         while next < hooks.len() {
             let end = hooks.len().min(next.saturating_add(MAX_BATCH));
-            let progress = Arc::new(match ticker {
-                Some(ticker) => BatchProgress::ticked(BatchTimes::new(ticker, deadline)),
-                None => BatchProgress::new(),
-            });
+            let progress = Arc::new(BatchProgress::new());
             let batch = HookBatch {
                 handlers: handlers.clone(),
                 hooks: hooks.clone(),
@@ -687,9 +580,8 @@ impl Driver {
             self.watched = Some(progress.clone());
             let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
             let mut first_watch = true;
-            let mut seen = Seen::default();
             let hook_timed_out = loop {
-                let watch = progress.watch(deadline, &mut seen);
+                let watch = progress.watch(deadline);
                 let due = Instant::now() + watch.wait;
                 // The batch gets a turn before the first timer is set: a
                 // batch that ends in it (hooks that return at once) never
@@ -718,7 +610,7 @@ impl Driver {
                 }
             };
             self.watched = None;
-            self.hooks_done.append(progress.take_results(hook_late));
+            self.hooks_done.append(progress.take_results());
             let at = start + self.hooks_done.len();
             if hook_timed_out {
                 self.hooks_done.push(Err(hook_late(deadline)));
@@ -845,11 +737,7 @@ impl Drop for Driver {
         shell.driver.clear();
         if let Some(progress) = self.watched.take() {
             progress.abandon_now();
-            self.hooks_done.append(progress.take_results(hook_late));
-        }
-        if let Some(times) = self.hook_times.take() {
-            let done = std::mem::take(&mut self.hooks_done);
-            self.hooks_done = times.judge(done, hook_late);
+            self.hooks_done.append(progress.take_results());
         }
         for result in std::mem::take(&mut self.hooks_done).into_results() {
             // Each result ends the hook its `RunHook` asked for; the next
@@ -962,15 +850,9 @@ impl HookBatch {
         };
         for i in self.start..self.end {
             record_hook(self.recorder.as_deref(), self.op, &self.hooks, i);
-            let mut run = run_hook(self.handlers.get(i), &self.event);
-            let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut run).poll(cx))).await;
-            let (result, waited) = match first {
-                Poll::Ready(result) => (result, false),
-                Poll::Pending => (run.await, true),
-            };
-            // One coarse clock reading or one look at the ticker's tick
-            // per hook: its end is the next one's start.
-            if !reporter.finish(result, waited, hook_late) {
+            let result = run_hook(self.handlers.get(i), &self.event).await;
+            // One clock reading per hook: its end is the next one's start.
+            if !reporter.finish(result, hook_late) {
                 return;
             }
         }

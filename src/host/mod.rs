@@ -27,7 +27,6 @@
 
 mod call_options;
 mod calls;
-mod coarse_clock;
 mod code;
 mod contain;
 mod context;
@@ -35,14 +34,12 @@ mod deadlines;
 mod drive;
 mod error;
 mod extension;
-mod hook_times;
 mod hook_watch;
 mod manifests;
 mod provider;
 mod shell;
 mod snapshot;
 mod submit;
-mod ticker;
 mod trace;
 
 use std::sync::atomic::{AtomicU64, Ordering};
