@@ -254,6 +254,31 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             m(&|v| v["deferred"]["tools"][0]["description"] = json!("")),
         ),
         (
+            "invalid_declared_tool_title",
+            "/deferred/tools/0/title",
+            m(&|v| v["deferred"]["tools"][0]["title"] = json!("a\u{202E}b")),
+        ),
+        (
+            "invalid_declared_tool_annotations",
+            "/deferred/tools/0/annotations/readOnlyHint",
+            m(&|v| v["deferred"]["tools"][0]["annotations"] = json!({"readOnlyHint": "yes"})),
+        ),
+        (
+            "invalid_declared_tool_output_schema",
+            "/deferred/tools/0/outputSchema",
+            m(&|v| v["deferred"]["tools"][0]["outputSchema"] = json!([])),
+        ),
+        (
+            "invalid_declared_tool_metadata",
+            "/deferred/tools/0/_meta",
+            m(&|v| v["deferred"]["tools"][0]["_meta"] = json!("m")),
+        ),
+        (
+            "invalid_expose_pattern",
+            "/expose/allow/0",
+            m(&|v| v["expose"] = json!({"allow": ["a/b"]})),
+        ),
+        (
             "declared_tool_description_control_character",
             "/deferred/tools/1/description",
             m(&|v| {
