@@ -131,11 +131,7 @@ fn all_mutants(threads: usize, whole: bool, json: bool) -> Result<ExitCode, Stri
             );
             run::run_plan(&plan, &mut |_| {}, &mut |_| {})
         } else {
-            run::run_plan(
-                &exthost_model::mutants::part_plan(case, threads)?,
-                &mut |_| {},
-                &mut |_| {},
-            )
+            run::run_plan(&Plan::mutant_part(case, threads)?, &mut |_| {}, &mut |_| {})
         };
         let verdicts = report.verdicts();
         let caught: Vec<String> = verdicts

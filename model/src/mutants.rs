@@ -293,25 +293,3 @@ pub fn parse(name: &str) -> Option<Mutant> {
         .find(|c| key(c.name) == wanted)
         .map(|c| c.mutant)
 }
-
-/// The plan that runs `case` against the part of the default check that
-/// must catch it ([`MutantCase::caught_in`]), breadth first where it is a
-/// search (shortest counterexamples), stopping once every invariant it
-/// breaks has a counterexample.
-pub fn part_plan(case: &MutantCase, threads: usize) -> Result<crate::run::Plan, String> {
-    use crate::plan::{DEFAULT_SEED, DEFAULT_SWARM_MEMBERS, DEFAULT_SWARM_STATES};
-    use crate::run::{Plan, Stop, Strategy};
-    let mut plan = Plan::default_check(
-        Some(case.mutant),
-        threads,
-        DEFAULT_SEED,
-        DEFAULT_SWARM_MEMBERS,
-        DEFAULT_SWARM_STATES,
-    )
-    .only(case.caught_in)?;
-    for s in &mut plan.searches {
-        s.options.strategy = Strategy::Bfs;
-        s.options.stop = Stop::AllOf(case.breaks.iter().copied().collect());
-    }
-    Ok(plan)
-}

@@ -7,13 +7,13 @@
 use std::collections::BTreeSet;
 
 use exthost_core::Mutant;
-use exthost_model::mutants::{MUTANTS, MutantCase, part_plan};
+use exthost_model::mutants::{MUTANTS, MutantCase};
 use exthost_model::properties::INVARIANTS;
-use exthost_model::run::{self, CheckReport};
+use exthost_model::run::{self, CheckReport, Plan};
 
 fn run_mutant(mutant: Mutant) -> (&'static MutantCase, CheckReport) {
     let case = MutantCase::of(mutant);
-    let plan = part_plan(case, 2).expect("the part exists");
+    let plan = Plan::mutant_part(case, 2).expect("the part exists");
     (case, run::run_plan(&plan, &mut |_| {}, &mut |_| {}))
 }
 

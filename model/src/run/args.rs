@@ -1,7 +1,7 @@
 //! What to check and how: the options of one check and the command-line
 //! arguments both command lines share.
 //!
-//! Architecture invariant: builds on `crate::scenario` and
+//! Architecture invariant: builds on `crate::scenario`, `crate::plan` and
 //! `crate::mutants` only; never on the rest of `run`.
 
 use std::collections::BTreeSet;
@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use exthost_core::Mutant;
 use serde::Serialize;
 
+use crate::mutants::MutantCase;
 use crate::scenario::Bounds;
 
 /// How the checker walks the state space.
@@ -366,6 +367,26 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan that runs `case` against the part of the default check
+    /// that must catch it ([`MutantCase::caught_in`]), breadth first where
+    /// it is a search (shortest counterexamples), stopping once every
+    /// invariant it breaks has a counterexample.
+    pub fn mutant_part(case: &MutantCase, threads: usize) -> Result<Self, String> {
+        let mut plan = Plan::default_check(
+            Some(case.mutant),
+            threads,
+            crate::plan::DEFAULT_SEED,
+            crate::plan::DEFAULT_SWARM_MEMBERS,
+            crate::plan::DEFAULT_SWARM_STATES,
+        )
+        .only(case.caught_in)?;
+        for s in &mut plan.searches {
+            s.options.strategy = Strategy::Bfs;
+            s.options.stop = Stop::AllOf(case.breaks.iter().copied().collect());
+        }
+        Ok(plan)
+    }
+
     /// This plan's part `name` alone (a search's name, or `swarm`), or
     /// why there is none.
     pub fn only(mut self, name: &str) -> Result<Self, String> {
