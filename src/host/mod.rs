@@ -174,15 +174,11 @@ impl HostOptions {
     /// (`EXTENSION_TIMEOUT`) and goes on with the next one; a hook that
     /// returns after it (having blocked its thread) fails the same way.
     ///
-    /// Hooks are timed with the system's coarse monotonic clock. Under a
-    /// deadline of a second or more (the default is 10 s), on either
-    /// runtime flavour, they are timed from the ticks of one background
-    /// thread shared by the process, `exthost-ticker`, which reads that
-    /// clock every 10 ms while such hooks run and parks a second after;
-    /// a hook then times out only if it took within about 40 ms of the
-    /// deadline or longer, and on a multi-thread runtime `emit` gives up
-    /// on a hook that blocks its thread up to some 35 ms after its
-    /// deadline (docs/spec.md, H-12).
+    /// Under a hook deadline (the default is 10 s), on either runtime
+    /// flavour, the hooks run in a task other than the one awaiting
+    /// `emit`, each timed by one monotonic clock reading at its end (the
+    /// next hook's start); on a multi-thread runtime `emit` returns at the
+    /// deadline even while a hook blocks its thread (docs/spec.md, H-12).
     pub fn with_hook_deadline(mut self, deadline: Duration) -> Self {
         self.deadlines.hook = Some(deadline);
         self
