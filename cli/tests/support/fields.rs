@@ -1,0 +1,186 @@
+//! The fixture server of `filter.rs` and `tool_fields.rs`: it lists the
+//! whole `tools.json` next to it (read again at each listing) and answers
+//! calls; and [`Serve`], `exthost serve` driven by raw JSON-RPC lines.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{BOUND, python, repo};
+
+/// A minimal MCP stdio server: answers `initialize`, `ping`, `tools/list`
+/// (from `tools.json` in its working directory, the extension's folder,
+/// read at each listing) and `tools/call` (text "called <name>").
+pub const SERVER: &str = r#"
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    line = line.strip()
+    if not line:
+        continue
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fields-fixture", "version": "1.0.0"}}
+    elif method == "tools/list":
+        with open("tools.json") as f:
+            result = {"tools": json.load(f)}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
+                  "isError": False}
+    elif method == "ping":
+        result = {}
+    else:
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": "method not found"}})
+        continue
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+/// Writes extension `id` into `dir/<id>/`: the fixture server, its tool
+/// list, and a manifest with `extra` fields merged in.
+pub fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> PathBuf {
+    let folder = dir.join(id);
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("server.py"), SERVER).unwrap();
+    set_tools(&folder.join("extension.json"), tools);
+    let mut manifest = json!({
+        "id": id,
+        "runtime": {
+            "kind": "process",
+            "command": python(),
+            "args": ["server.py"],
+            "startupTimeoutMs": 10000,
+            "shutdownTimeoutMs": 2000
+        }
+    });
+    if let (Some(m), Some(extra)) = (manifest.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    let file = folder.join("extension.json");
+    fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    file
+}
+
+/// Changes what the server of the manifest `file` lists.
+pub fn set_tools(file: &Path, tools: &[Value]) {
+    fs::write(
+        file.with_file_name("tools.json"),
+        serde_json::to_string(tools).unwrap(),
+    )
+    .unwrap();
+}
+
+/// `exthost serve` driven by raw JSON-RPC lines; every answer awaited at
+/// most [`BOUND`]; the child is killed when dropped.
+pub struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    next_id: u64,
+}
+
+impl Serve {
+    pub fn start(dir: &Path, args: &[&str]) -> Self {
+        let bin = assert_cmd::cargo::cargo_bin("exthost");
+        let mut child = std::process::Command::new(bin)
+            .arg("serve")
+            .arg(dir)
+            .args(args)
+            .current_dir(repo())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("exthost serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Ok(value) = serde_json::from_str::<Value>(&line)
+                    && tx.send(value).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut serve = Serve {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        serve.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "tests", "version": "1"}}),
+        );
+        serve.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        serve
+    }
+
+    pub fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The whole answer (`result` or `error`) to one request.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(BOUND)
+                .expect("serve answers within the bound");
+            if message.get("id") == Some(&json!(id)) {
+                return message;
+            }
+        }
+    }
+
+    pub fn tools(&mut self) -> Vec<Value> {
+        let answer = self.request("tools/list", json!({}));
+        answer["result"]["tools"].as_array().unwrap().clone()
+    }
+
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // End of input ends serve; the kill bounds a wedged one.
+        drop(self.stdin.take());
+        for _ in 0..200 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

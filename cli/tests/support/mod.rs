@@ -1,0 +1,60 @@
+//! Helpers shared by the integration tests of `cli/tests`: the workspace
+//! root, the `exthost` binary under a time bound, the real Python
+//! interpreter, reading a manifest back, and two small Python fixture MCP
+//! servers (in [`fields`] and [`paged`]).
+//!
+//! Each test file is its own crate and declares `mod support;`, and each
+//! uses only some of these items, hence the module-wide allow below.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+pub mod fields;
+pub mod paged;
+
+/// The most any one `exthost lock` run, or any one answer of `serve`, may
+/// take here.
+pub const BOUND: Duration = Duration::from_secs(120);
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+pub fn exthost() -> Command {
+    let mut cmd = Command::cargo_bin("exthost").expect("the exthost binary");
+    cmd.current_dir(repo()).timeout(BOUND);
+    cmd
+}
+
+/// The real Python interpreter (not a shell shim), found once.
+pub fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 on PATH (these tests run a Python fixture server)");
+        assert!(out.status.success(), "python3 runs");
+        String::from_utf8(out.stdout)
+            .expect("a UTF-8 path")
+            .trim()
+            .to_owned()
+    })
+}
+
+pub fn read(file: &Path) -> Value {
+    serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
+}
+
+pub fn stdout_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
