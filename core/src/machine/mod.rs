@@ -1,6 +1,10 @@
 //! The host's transition code, one file per operation. This file decides
 //! INV-9 (liveness): every input that ends a step (a result, a deadline, a
-//! lost task) reaches whatever step runs, so every operation settles.
+//! lost task) reaches whatever step runs, so every operation settles;
+//! INV-15: [`HostCore::apply`] takes back what a refused input put in the
+//! outbox, and every refusal returns before it changes the state; and
+//! INV-16: a passed deadline that cancels the running activation sends its
+//! `Cancel` in the same step (a shutdown's does so in `dispose.rs`).
 //!
 //! Architecture invariants (imports go one way, top to bottom; no file of
 //! `machine/` imports one above it):
