@@ -176,7 +176,15 @@ async fn env_probe() {
         !text.contains("do-not-leak-4711"),
         "the secret leaked: {text}"
     );
-    let allowed = ["PATH", "HOME", "LANG", "TERM", GRANTED];
+    let allowed = [
+        "PATH",
+        "HOME",
+        "LANG",
+        "TERM",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        GRANTED,
+    ];
     for name in env.keys() {
         assert!(
             allowed.contains(&name.as_str()),
