@@ -117,6 +117,17 @@ impl DeclarationMismatch {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The mismatch with these parts, as a state that crossed processes
+    /// had it (`crate::wire`).
+    #[cfg(feature = "serde-state")]
+    pub(crate) fn from_parts(reason: MismatchReason, tool: String, message: String) -> Self {
+        Self {
+            reason,
+            tool,
+            message,
+        }
+    }
 }
 
 /// M-5: what an extension registers must equal what it declared: same

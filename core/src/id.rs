@@ -14,6 +14,7 @@ pub const MAX_ID_BYTES: usize = 64;
 ///
 /// Every variant has the stable code `ID_INVALID` ([`IdError::code`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub enum IdError {
     /// The identifier is the empty string.
     #[error("{}: identifier is empty", self.code())]

@@ -8,6 +8,7 @@ macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+        #[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
         pub struct $name(pub u64);
 
         impl std::fmt::Display for $name {
@@ -45,6 +46,7 @@ handle!(
 
 /// The counter behind every handle: strictly increasing, never reused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Counters {
     pub op: u64,
     pub context: u64,

@@ -50,6 +50,8 @@ pub mod reduction;
 pub mod registry;
 pub mod renaming;
 pub mod text;
+#[cfg(feature = "serde-state")]
+mod wire;
 
 pub use ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 pub use lifecycle::{

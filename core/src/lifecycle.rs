@@ -62,6 +62,7 @@ impl std::fmt::Display for Status {
 
 /// What the core needs to know of a definition: pure metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct DefinitionMeta {
     /// The extension id (ID-1).
     pub id: String,
@@ -152,6 +153,7 @@ pub fn namespaced_tool_name(extension: &str, tool: &str) -> String {
 
 /// What an activation has registered so far, privately (H-4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Contribution {
     /// Tools, in registration order, by the name the extension gave.
     pub tools: Vec<(ToolRef, ToolSpec)>,
@@ -165,6 +167,7 @@ pub struct Contribution {
 
 /// An extension in lifecycle state `S`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Extension<S> {
     meta: Arc<DefinitionMeta>,
     attempts: u32,
@@ -173,11 +176,13 @@ pub struct Extension<S> {
 
 /// State: discovered.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Discovered;
 
 /// State: activating. Whether an instance exists and whether the context
 /// is open are the running activation's step, not restated here.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Activating {
     /// Its context (and instance) handle.
     pub context: ContextId,
@@ -189,6 +194,7 @@ pub struct Activating {
 
 /// Why an activation's cancellation signal fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Cancellation {
     /// Shutdown was requested while it was pending (H-11).
     Shutdown,
@@ -199,6 +205,7 @@ pub enum Cancellation {
 
 /// State: active.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Active {
     /// The context (and instance) handle of the attempt that committed.
     pub context: ContextId,
@@ -208,10 +215,12 @@ pub struct Active {
 
 /// State: failed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Failed;
 
 /// State: disposed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Disposed;
 
 impl<S> Extension<S> {
@@ -346,6 +355,7 @@ impl Extension<Failed> {
 
 /// An extension in any state, so the host can store, hash and compare it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum ExtensionSlot {
     /// Discovered.
     Discovered(Extension<Discovered>),

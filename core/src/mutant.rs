@@ -11,6 +11,7 @@
 /// (`HostCore::with_mutant`, `ToolRegistry::with_mutant`); without it these
 /// names are inert and every check of them compiles to `false`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Mutant {
     /// A staged tool goes live at registration, before validation (INV-1).
     PublishBeforeValidate,

@@ -11,6 +11,7 @@ use crate::declarations::DeclarationMismatch;
 use crate::id::IdError;
 
 /// A failure reported by extension code: pure data.
+/// Deserialized (feature `serde-state`) by `crate::wire`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Failure {
     /// What went wrong, in the extension's or the shell's words.
@@ -60,6 +61,7 @@ impl std::fmt::Display for Failure {
 
 /// A queued operation (H-3).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum OpKind {
     /// Activate an extension by id.
     Activate(String),
@@ -74,6 +76,7 @@ pub enum OpKind {
 
 /// A live hook, in delivery order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct LiveHook {
     /// Its extension.
     pub extension: String,
@@ -85,6 +88,7 @@ pub struct LiveHook {
 
 /// One cleanup step: a disposer, or the instance's own dispose.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub struct CleanupStep {
     /// The extension it belongs to.
     pub extension: String,
@@ -96,6 +100,7 @@ pub struct CleanupStep {
 
 /// Which cleanup step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub enum CleanupKind {
     /// The disposer at this registration index.
     Disposer {
@@ -110,6 +115,7 @@ pub enum CleanupKind {
 
 /// A cleanup step that failed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub struct StepFailure {
     /// The step.
     pub step: CleanupStep,
@@ -119,6 +125,7 @@ pub struct StepFailure {
 
 /// A hook that failed during an emit (H-10).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub struct HookDiagnostic {
     /// Its extension.
     pub extension_id: String,

@@ -13,6 +13,7 @@ use std::time::Duration;
 /// to its code (M-3, H-12). The default starts on nothing and inherits
 /// every deadline.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct DefinitionPolicy {
     /// The events whose `emit` starts it while it is `discovered` (M-3), in
     /// the order its definition names them.
@@ -25,6 +26,7 @@ pub struct DefinitionPolicy {
 
 /// One deadline as an extension states it (H-12).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum DeadlineOverride {
     /// The host's deadline applies.
     #[default]
@@ -48,6 +50,7 @@ impl DeadlineOverride {
 
 /// The deadlines one extension overrides (H-12).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeadlineOverrides {
     /// Its factory and `activate` together.
     pub activation: DeadlineOverride,
@@ -168,6 +171,7 @@ impl<'a> DeadlineStep<'a> {
 /// wait meanwhile, or to let the code run on after its caller stopped
 /// waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Placement {
     /// In the waiting task: no deadline applies and nothing outlives the
     /// caller. Code that blocks its thread blocks its caller.
@@ -189,6 +193,7 @@ pub enum Placement {
 /// blocks its thread (issue 23): the input that says whether a task of
 /// its own would hold a deadline better than the waiting task does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Executor {
     /// Every task runs on the waiting task's thread (a current-thread
     /// runtime): code that blocks it blocks every task, in a task of its

@@ -28,6 +28,7 @@ pub const MAX_API_NAME_BYTES: usize = 64;
 
 /// What the core knows of a tool: pure data, no handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct ToolSpec {
     /// The name the tool was registered or declared under.
     pub name: String,
@@ -58,6 +59,11 @@ impl ToolSpec {
 /// activation commits share one, and admitting a call clones a pointer,
 /// not the id's text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde-state",
+    derive(serde::Deserialize),
+    serde(from = "crate::wire::OwnerWire")
+)]
 pub enum Owner {
     /// A base tool given to the host at construction.
     Base,
@@ -104,6 +110,7 @@ impl fmt::Display for Owner {
 
 /// What calling an entry does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Binding {
     /// A live handler, by the handle the core gave out.
     Live(ToolRef),
@@ -114,6 +121,7 @@ pub enum Binding {
 
 /// One entry of the registry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct RegistryEntry {
     /// Runtime name: an ID-1 segment, or `<extension>:<tool>`.
     pub name: String,
@@ -132,6 +140,7 @@ pub struct RegistryEntry {
 
 /// Why a tool could not be added to the registry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Error, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub enum RegistryError {
     /// The name is not an ID-1 segment nor `<extension>:<tool>`.
     #[error(
@@ -218,6 +227,7 @@ pub fn validate_tool_name(name: &str) -> Result<(), RegistryError> {
 /// The persistent tool registry, with the live providers (M-8) beside the
 /// tools, so that one value always holds both of one publication.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct ToolRegistry {
     by_name: RedBlackTreeMapSync<String, RegistryEntry>,
     order: RedBlackTreeMapSync<u64, String>,

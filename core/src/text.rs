@@ -60,6 +60,7 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 /// [`reason`](Self::reason) code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub enum TextError {
     /// A control character that the text may not hold (reason
     /// `text_control_character`).

@@ -18,7 +18,7 @@ pub type Ext = u8;
 
 /// What extension code registers (the tool by its index in the extension's
 /// pool, so that actions stay small).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Reg {
     /// The tool at this index of the extension's pool.
     Tool(u8),
@@ -34,7 +34,7 @@ pub enum Reg {
 
 /// The step the core awaits when a deadline passes or a task is lost (it
 /// only makes the action readable: the core knows what it awaits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Awaited {
     /// The factory of an activation.
     Factory,
@@ -52,7 +52,7 @@ pub enum Awaited {
 /// One step of the environment. Every variant but [`Action::Hang`] is fed
 /// to the core as the [`Input`](exthost_core::Input) of the same name (`CallStart`,
 /// `CallFinished`, `DeadlinePassed`, `StepLost` for the last four).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Action {
     /// Submit the discovery batch of this script step.
     Discover(usize),

@@ -11,7 +11,7 @@ use exthost_core::{
 };
 
 /// One state of the model.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// The host's pure core, exactly as the shell would hold it.
     pub core: HostCore,
@@ -20,7 +20,7 @@ pub struct State {
 }
 
 /// What happened to a requested operation, as its caller sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum OpStatus {
     /// Enqueued, not begun.
     Queued,
@@ -29,7 +29,7 @@ pub enum OpStatus {
 }
 
 /// An operation a caller requested that has not settled (nor been withdrawn).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PendingOp {
     /// Its id, from the `Enqueued` effect.
     pub op: OpId,
@@ -41,7 +41,7 @@ pub struct PendingOp {
 
 /// One activation attempt, as the environment observed it through the
 /// effects (`CallFactory`, `RunActivate`, `Registration`, `Cancel`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Activation {
     /// The operation.
     pub op: OpId,
@@ -151,7 +151,7 @@ impl Activation {
 
 /// One cleanup step the core asked for (`RunCleanup`) and, once reported,
 /// whether it failed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CleanupObs {
     /// The operation (rollback or shutdown).
     pub op: OpId,
@@ -169,7 +169,7 @@ pub struct CleanupObs {
 /// A tool call in flight, as the environment sees it: admitted
 /// (`CallAdmitted`) and neither ended (`CallEnded`) nor abandoned
 /// (`AbandonCalls`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CallObs {
     /// Its handle.
     pub call: CallId,
@@ -182,7 +182,7 @@ pub struct CallObs {
 
 /// One emit in progress: the hooks live when it began and the hooks the
 /// core asked to run (`RunHook`), with their results.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct EmitObs {
     /// The operation.
     pub op: OpId,
@@ -218,7 +218,7 @@ pub struct Settled {
 
 /// Something noteworthy the last step did (for the `sometimes` properties
 /// and the counterexample text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Note {
     /// A refused discovery batch.
     DiscoveryRefused,
@@ -243,7 +243,7 @@ pub enum Note {
 }
 
 /// Invariants judged on a transition (before/after), recorded when broken.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Violations {
     /// INV-2: a rollback settled with other cleanup than it had to run.
     pub inv2: Option<String>,
@@ -310,7 +310,7 @@ impl Violations {
 }
 
 /// The environment part of the state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Env {
     /// The next discovery step.
     pub script: u8,
@@ -380,7 +380,9 @@ pub struct Env {
     pub emits: Vec<EmitObs>,
     /// Operations settled by the step under way: transient, judged and
     /// cleared before the step ends (`properties::judge_step`), so it is
-    /// empty in every stored state.
+    /// empty in every stored state (so it does not travel with a state,
+    /// `crate::distributed`).
+    #[serde(skip)]
     pub last: Vec<Settled>,
     /// The `sometimes` properties the last step showed, one bit each in
     /// the order of `properties::examples`.
@@ -407,7 +409,7 @@ pub struct Env {
 }
 
 /// Handles the core told the shell to forget, by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Forgotten {
     /// Contexts (instances).
     pub contexts: Vec<ContextId>,

@@ -31,6 +31,7 @@ use crate::registry::{Binding, Owner, ToolRegistry};
 
 /// An operation waiting in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Queued {
     pub op: OpId,
     pub kind: OpKind,
@@ -40,6 +41,7 @@ pub(super) struct Queued {
 
 /// Where a running activation is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) enum ActivationStep {
     /// The factory runs; no instance yet, the context is closed.
     Factory,
@@ -47,6 +49,7 @@ pub(super) enum ActivationStep {
     Activate,
     /// The rollback runs; the context is closed.
     Rollback {
+        #[cfg_attr(feature = "serde-state", serde(with = "crate::wire::failure_cause"))]
         cause: FailureCause,
         cleanup: CleanupCursor,
     },
@@ -54,6 +57,7 @@ pub(super) enum ActivationStep {
 
 /// The running activation: it owns the extension while it activates.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Activation {
     pub op: OpId,
     pub extension: Extension<Activating>,
@@ -64,6 +68,7 @@ pub(super) struct Activation {
 
 /// What a running activation attempt is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) enum Purpose {
     /// Activating an extension that is not active. `then`: the extensions
     /// this operation activates after this one, each its own transaction,
@@ -83,6 +88,7 @@ impl Activation {
 
 /// The running emit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Emit {
     pub op: OpId,
     pub hooks: VectorSync<LiveHook>,
@@ -94,6 +100,7 @@ pub(super) struct Emit {
 /// generation: both drain a generation's calls before its first cleanup
 /// step and attempt every step.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Dispose {
     pub op: OpId,
     pub cleanup: CleanupCursor,
@@ -107,6 +114,7 @@ pub(super) struct Dispose {
 /// The old generation a reload retires (H-12): what it held, for the
 /// driver to forget once its cleanup ran.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Retiring {
     pub extension: String,
     pub old: crate::lifecycle::Active,
@@ -114,6 +122,7 @@ pub(super) struct Retiring {
 
 /// The operation that runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) enum Running {
     Activation(Activation),
     Emit(Emit),
@@ -133,6 +142,7 @@ impl Running {
 /// The one cleanup cursor: a plan of steps, the step that runs, and the
 /// steps that failed (a rollback's and the shutdown's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct CleanupCursor {
     steps: Vec<CleanupStep>,
     next: usize,
@@ -261,6 +271,7 @@ pub(super) fn release_unpublished(contribution: &mut Contribution) -> Option<Eff
 
 /// The host's phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub enum Phase {
     /// Serving operations.
     Open,
@@ -272,6 +283,7 @@ pub enum Phase {
 
 /// One tool call in flight.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct InFlight {
     pub owner: Owner,
     /// The generation (context) of the extension whose tool it runs; `None`
@@ -286,6 +298,7 @@ pub(super) struct InFlight {
 /// allocation once it had room for the calls in flight (a tree map
 /// allocated and freed a node per call while it was the only one).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct CallTable(pub(super) Vec<(CallId, InFlight)>);
 
 impl CallTable {
@@ -342,6 +355,7 @@ impl CallTable {
 /// [`HostCore::apply`]: perform the returned [`Effect`]s in order and feed
 /// their results back as further [`Input`](crate::protocol::Input)s.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct HostCore {
     pub(super) exts: Vec<ExtensionSlot>,
     /// Slot by id. Persistent, so that copying a host (the model checker
@@ -363,6 +377,7 @@ pub struct HostCore {
     /// What the inputs set off, until the driver polls it
     /// ([`crate::outbox`]). Empty between the model checker's steps (its
     /// environment drains it after every step).
+    #[cfg_attr(feature = "serde-state", serde(skip))]
     pub(super) outbox: Outbox,
     #[cfg(feature = "mutants")]
     pub(super) mutant: Option<Mutant>,

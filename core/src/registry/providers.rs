@@ -20,6 +20,7 @@ pub const MAX_PROVIDER_DISPLAY_NAME_BYTES: usize = 256;
 /// One model of a provider, as the core knows it: its id and its boolean
 /// capabilities (an absent capability is `false`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub struct ModelRecord {
     /// The model id (ID-1), unique within its provider.
     pub id: String,
@@ -29,6 +30,7 @@ pub struct ModelRecord {
 
 /// What the core knows of a provider: pure data, no handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "serde-state", derive(serde::Deserialize))]
 pub struct ProviderRecord {
     /// The provider id (ID-1), unique across the live registry.
     pub id: String,
@@ -85,6 +87,7 @@ impl ProviderRecord {
 
 /// One live provider.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct ProviderEntry {
     /// What it is.
     pub record: ProviderRecord,
@@ -95,6 +98,7 @@ pub struct ProviderEntry {
 
 /// The live providers by id, in publication order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct ProviderTable {
     by_id: RedBlackTreeMapSync<String, ProviderEntry>,
     order: RedBlackTreeMapSync<u64, String>,
