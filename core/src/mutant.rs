@@ -111,4 +111,7 @@ pub enum Mutant {
     /// those never started, so a failed one that declares the provider is
     /// not found (M-8).
     ProviderLookupSkipsFailed,
+    /// An event (and the eager start) also starts an extension whose last
+    /// activation failed, not only one still `discovered` (M-3).
+    TriggerStartsFailed,
 }

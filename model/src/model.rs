@@ -35,7 +35,7 @@ use stateright::{Expectation, Model, Path, Property};
 use crate::properties;
 use crate::render;
 use crate::scenario::{
-    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, PROVIDER_ID, Scenario, provider_record,
+    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, EVENT, PROVIDER_ID, Scenario, provider_record,
 };
 use crate::state::{Env, OpStatus, State, Violations};
 use crate::symmetry::Pair;
@@ -52,6 +52,14 @@ pub enum Reply {
     Discovered(Result<(), DiscoveryError>),
     /// `request`.
     Requested(Requested),
+    /// An `emit` request, after the core said which extensions the event
+    /// starts first (`triggered_by`, M-3), as the host asks it.
+    Emit {
+        /// The extensions the event starts, in discovery order.
+        triggered: Vec<String>,
+        /// The `request` reply.
+        reply: Requested,
+    },
     /// `register`.
     Registration(Result<Registered, ContextClosed>),
     /// `call_start`.
@@ -261,6 +269,10 @@ impl HostModel {
     ) -> Option<Result<Reply, ProtocolError>> {
         let reply = match action {
             Action::Discover(step) => Reply::Discovered(core.discover(self.scenario.batch(*step))),
+            Action::Request(OpKind::Emit) => Reply::Emit {
+                triggered: core.triggered_by(EVENT),
+                reply: core.request(OpKind::Emit),
+            },
             Action::Request(kind) => Reply::Requested(core.request(kind.clone())),
             Action::Withdraw(op) => return Some(core.withdraw(*op).map(|()| Reply::None)),
             Action::Register { ext, context, reg } => {
@@ -490,7 +502,14 @@ impl HostModel {
         // its outbox.
         let refused = match &performed {
             Err(_) => true,
-            Ok(Reply::Requested(Requested::Rejected(_)) | Reply::Call(Err(_))) => true,
+            Ok(
+                Reply::Requested(Requested::Rejected(_))
+                | Reply::Emit {
+                    reply: Requested::Rejected(_),
+                    ..
+                }
+                | Reply::Call(Err(_)),
+            ) => true,
             Ok(_) => false,
         };
         let refusal_changed = refused && (s.core != *before || !drained.is_empty());

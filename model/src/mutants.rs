@@ -20,7 +20,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 35] = [
+pub const MUTANTS: [MutantCase; 36] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -264,6 +264,13 @@ pub const MUTANTS: [MutantCase; 35] = [
         name: "ProviderLookupSkipsFailed",
         breaks: &["protocol"],
         summary: "a provider selection finds a declaring extension only if it never started",
+        caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::TriggerStartsFailed,
+        name: "TriggerStartsFailed",
+        breaks: &["protocol"],
+        summary: "an event also starts an extension whose activation failed",
         caught_in: "discovery+tools",
     },
 ];

@@ -3,7 +3,8 @@
 //! finite.
 
 use exthost_core::{
-    DefinitionMeta, HostCore, ModelRecord, ProviderRecord, Registration, ToolRef, ToolSpec,
+    DefinitionMeta, DefinitionPolicy, HostCore, ModelRecord, ProviderRecord, Registration, ToolRef,
+    ToolSpec,
 };
 
 use crate::action::Reg;
@@ -24,6 +25,9 @@ pub const DECLARED_TOOL: &str = "x";
 /// (M-8); the manifest extension declares it, so a plain extension holding
 /// it makes the manifest one's activation clash.
 pub const PROVIDER_ID: &str = "p";
+/// The event the manifest extension subscribes to (M-3): an `emit` of it
+/// starts the extension while no code of it has run.
+pub const EVENT: &str = "session.start";
 
 /// The provider `p` with its one model, as registered and as declared.
 pub fn provider_record() -> ProviderRecord {
@@ -318,7 +322,10 @@ impl Scenario {
                     declared_tools: Some(vec![declared.clone()]),
                     declared_providers: bounds.providers.then(|| vec![provider_record()]),
                     dependencies: Vec::new(),
-                    policy: Default::default(),
+                    policy: DefinitionPolicy {
+                        events: vec![EVENT.into()],
+                        ..DefinitionPolicy::default()
+                    },
                 },
                 pool: vec![declared, plain_spec(UNDECLARED_TOOL)],
             });

@@ -316,6 +316,10 @@ pub struct Env {
     pub script: u8,
     /// Extensions whose batch the core accepted, in discovery order.
     pub discovered: Vec<String>,
+    /// Code of the extension that subscribes to the scenario's event (the
+    /// manifest one) has run: its factory was called (M-3: an emit then no
+    /// longer starts it).
+    pub subscriber_ran: bool,
     /// Caller requests (`activate`, `emit`, and a dormant call or a
     /// provider selection that starts its extension) left.
     pub requests_left: u8,

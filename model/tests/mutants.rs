@@ -220,6 +220,11 @@ fn provider_lookup_skips_failed_breaks_protocol() {
 }
 
 #[test]
+fn trigger_starts_failed_breaks_protocol() {
+    assert_caught(Mutant::TriggerStartsFailed);
+}
+
+#[test]
 fn every_invariant_is_broken_by_some_mutant() {
     let broken: BTreeSet<&str> = MUTANTS
         .iter()

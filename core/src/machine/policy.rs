@@ -131,7 +131,12 @@ impl HostCore {
         }
         self.exts
             .iter()
-            .filter(|slot| slot.status() == Status::Discovered && wanted(slot.meta()))
+            .filter(|slot| {
+                (slot.status() == Status::Discovered
+                    || (self.mutant(Mutant::TriggerStartsFailed)
+                        && slot.status() == Status::Failed))
+                    && wanted(slot.meta())
+            })
             .map(|slot| slot.id().to_owned())
             .collect()
     }

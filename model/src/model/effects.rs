@@ -12,6 +12,7 @@ use exthost_core::{
 use super::HostModel;
 use crate::action::Action;
 use crate::render;
+use crate::scenario::MANIFEST_ID;
 use crate::state::{Activation, CleanupObs, Env, Note, OpStatus, Settled, Violations};
 
 impl HostModel {
@@ -76,6 +77,9 @@ impl HostModel {
                     let reload = matches!(kind, Some(OpKind::Reload(_)));
                     self.check_dependencies_active(env, core, &extension, "its factory ran");
                     after_shutdown(env, format!("call the factory of {extension}"));
+                    if extension == MANIFEST_ID {
+                        env.subscriber_ran = true;
+                    }
                     let mut a = Activation::new(op, extension, context);
                     a.reload = reload;
                     env.running.push(a);

@@ -6,13 +6,13 @@
 //! violations in the environment; never changes the core.
 
 use exthost_core::{
-    AdmittedCall, CallRefused, CallVerdict, Drained, Effect, Owner, Registered, Registration,
-    Requested,
+    AdmittedCall, CallRefused, CallVerdict, Drained, Effect, Owner, Phase, Registered,
+    Registration, Requested,
 };
 
 use super::{HostModel, Reply, clamp};
 use crate::action::{Action, Awaited, Reg};
-use crate::scenario::DiscoveryStep;
+use crate::scenario::{DiscoveryStep, EVENT, MANIFEST_ID};
 use crate::state::{
     CallObs, CleanupObs, EmitObs, Env, Note, OpStatus, PendingOp, State, Violations,
 };
@@ -212,10 +212,38 @@ impl HostModel {
                 }
             }
         }
+        // M-3: an emit starts first exactly the extensions subscribed to
+        // its event that are discovered and ran no code yet (never one
+        // that failed, is active or is starting), and none once the host
+        // stopped being open.
+        let reply = match reply {
+            Reply::Emit { triggered, reply } => {
+                let subscriber = self.scenario.meta(MANIFEST_ID).map(|_| MANIFEST_ID);
+                let expected: Vec<&str> = subscriber
+                    .filter(|id| {
+                        s.core.phase() == Phase::Open
+                            && !env.subscriber_ran
+                            && env.discovered.iter().any(|d| d == id)
+                    })
+                    .into_iter()
+                    .collect();
+                if triggered != expected {
+                    protocol(
+                        env,
+                        format!(
+                            "an emit of {EVENT} would start {triggered:?} where {expected:?} \
+                             was due"
+                        ),
+                    );
+                }
+                Reply::Requested(reply)
+            }
+            other => other,
+        };
         // What the core's reply tells it.
         'reply: {
             match reply {
-                Reply::None => {}
+                Reply::None | Reply::Emit { .. } => {}
                 Reply::Discovered(reply) => {
                     let Action::Discover(step) = action else {
                         protocol(env, "a discovery reply to another input".into());
