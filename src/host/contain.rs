@@ -206,3 +206,93 @@ impl<T: Tool> Tool for Contained<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Containment at each point where extension data can be dropped:
+    //! before the first poll, while pending, after a panic in the poll, and
+    //! in a `Contained` value.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Waker;
+
+    use super::*;
+
+    /// A value whose `Drop` counts, then panics.
+    struct PanicsOnDrop(Arc<AtomicUsize>);
+
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("hostile drop");
+        }
+    }
+
+    /// A future that never finishes and holds `held`.
+    fn pending_holding(held: PanicsOnDrop) -> BoxFuture<'static, Result<(), ExtensionError>> {
+        Box::pin(async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+            Ok(())
+        })
+    }
+
+    fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+        Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn an_unpolled_step_whose_closure_panics_on_drop_is_dropped_contained() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = PanicsOnDrop(drops.clone());
+        let step = contain(move || pending_holding(held));
+        // Dropped before its first poll: the closure (not yet called) holds
+        // the hostile value.
+        let dropped = catch_unwind(AssertUnwindSafe(move || drop(step)));
+        assert!(dropped.is_ok(), "the closure's drop unwound into the host");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "the captured value was not dropped"
+        );
+    }
+
+    #[test]
+    fn a_pending_step_whose_future_panics_on_drop_is_dropped_contained() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = PanicsOnDrop(drops.clone());
+        let mut step = contain(move || pending_holding(held));
+        assert!(poll_once(&mut step).is_pending());
+        let dropped = catch_unwind(AssertUnwindSafe(move || drop(step)));
+        assert!(dropped.is_ok(), "the future's drop unwound into the host");
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_panic_in_the_call_or_the_poll_is_a_failure() {
+        let mut made =
+            contain(|| -> BoxFuture<'static, Result<(), ExtensionError>> { panic!("in the call") });
+        match poll_once(&mut made) {
+            Poll::Ready(Err(f)) => assert!(f.to_string().contains("in the call"), "{f}"),
+            other => panic!("expected a panic failure, got {other:?}"),
+        }
+        let mut polled = contain(|| -> BoxFuture<'static, Result<(), ExtensionError>> {
+            Box::pin(async { panic!("in the poll") })
+        });
+        match poll_once(&mut polled) {
+            Poll::Ready(Err(f)) => assert!(f.to_string().contains("in the poll"), "{f}"),
+            other => panic!("expected a panic failure, got {other:?}"),
+        }
+        // Polled once more after it finished: an error, not a second call.
+        assert!(matches!(poll_once(&mut polled), Poll::Ready(Err(_))));
+    }
+
+    #[test]
+    fn contained_data_panicking_on_drop_does_not_unwind() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let value = Contained::new(PanicsOnDrop(drops.clone()));
+        assert!(catch_unwind(AssertUnwindSafe(move || drop(value))).is_ok());
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
