@@ -4,16 +4,17 @@
 //! exits N`, else 0) and its output (stdout and stderr) must still contain
 //! every line shown under it. A shown line ending in `...` is matched up to
 //! the `...`; a line that is only `...` stands for lines left out.
+//!
+//! It also holds every other command the README quotes against what exists
+//! (`readme_quotes`): each `exthost` command and flag against the binary,
+//! each `cargo` package, example, test and bench against the workspace, and
+//! each path against the repository. The `exthost-model` quotes are held
+//! against that binary in `model/tests/readme.rs`.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
+mod readme_quotes;
+use readme_quotes::{Program, Quote, problems, quotes, readme, repo, repo_paths, words};
 
 /// One command of the tour.
 #[derive(Debug)]
@@ -23,35 +24,8 @@ struct Example {
     lines: Vec<String>,
 }
 
-/// Splits a command line like a POSIX shell does for the cases the README
-/// uses: spaces, single quotes and double quotes.
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                word.get_or_insert_with(String::new);
-            }
-            (None, c) if c.is_whitespace() => {
-                if let Some(w) = word.take() {
-                    out.push(w);
-                }
-            }
-            (None, c) => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    assert!(quote.is_none(), "unbalanced quotes in {line:?}");
-    out.extend(word);
-    out
-}
-
 fn tour() -> Vec<Example> {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let readme = readme();
     let section = readme
         .split("\n## A five-minute tour")
         .nth(1)
@@ -143,4 +117,155 @@ fn every_command_of_the_readme_tour_runs_as_documented() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+const EXTHOST: &str = env!("CARGO_BIN_EXE_exthost");
+
+#[test]
+fn every_exthost_command_the_readme_quotes_exists() {
+    let quotes = quotes(&readme());
+    let ours: Vec<&Quote> = quotes
+        .iter()
+        .filter(|q| q.program == Program::Exthost)
+        .collect();
+    // The reader finds the quotes at all: named, after another program's
+    // `--`, and taken from the context.
+    for expected in [
+        "exthost check --ci --json",
+        "claude mcp add exthost -- exthost serve",
+        "lock --check",
+    ] {
+        assert!(
+            ours.iter().any(|q| q.text.contains(expected)),
+            "the reader finds `{expected}` among {ours:#?}"
+        );
+    }
+    let problems = problems(&quotes, Program::Exthost, EXTHOST);
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn a_quoted_flag_or_subcommand_that_does_not_exist_is_a_problem() {
+    let text = "```sh\nexthost check --ci --no-such-flag\n```\n\
+                Then `lock --check`, `lock --no-such-either`, `--json`, `--nor-this`, \
+                `unheard-of`, `exthost unheard-of` and `serve`.\n";
+    let quotes = quotes(text);
+    let problems = problems(&quotes, Program::Exthost, EXTHOST);
+    let named: Vec<&str> = [
+        "--no-such-flag",
+        "--no-such-either",
+        "--nor-this",
+        "exthost unheard-of",
+    ]
+    .into_iter()
+    .filter(|bad| !problems.iter().any(|p| p.contains(bad)))
+    .collect();
+    assert!(named.is_empty(), "not reported: {named:?} in {problems:#?}");
+    assert_eq!(problems.len(), 4, "{problems:#?}");
+}
+
+/// The workspace's packages: name and folder.
+fn packages() -> Vec<(String, std::path::PathBuf)> {
+    let root = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    let members = root
+        .split("members = [")
+        .nth(1)
+        .and_then(|s| s.split(']').next())
+        .expect("the workspace members");
+    members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            let dir = repo().join(m);
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a member");
+            let name = manifest
+                .split("[package]")
+                .nth(1)
+                .and_then(|p| p.lines().find_map(|l| l.strip_prefix("name = ")))
+                .expect("a package name")
+                .trim_matches('"')
+                .to_owned();
+            (name, dir)
+        })
+        .collect()
+}
+
+#[test]
+fn every_path_and_cargo_target_the_readme_quotes_exists() {
+    let readme = readme();
+    let mut missing = Vec::new();
+    let paths = repo_paths(&readme);
+    for script in ["scripts/test", "scripts/install-test-servers", ".ci/run"] {
+        assert!(
+            paths.iter().any(|(_, p)| p == script),
+            "the reader finds the path {script} among {paths:?}"
+        );
+    }
+    for (line, path) in &paths {
+        if !repo().join(path).exists() {
+            missing.push(format!(
+                "README.md:{line} names {path}, which does not exist"
+            ));
+        }
+    }
+    let packages = packages();
+    let quotes = quotes(&readme);
+    let cargo: Vec<&Quote> = quotes
+        .iter()
+        .filter(|q| q.program == Program::Cargo && q.named)
+        .collect();
+    assert!(
+        cargo
+            .iter()
+            .any(|q| q.args.contains(&"--example".to_owned())),
+        "the reader finds the cargo quotes: {cargo:#?}"
+    );
+    for q in cargo {
+        let args = &q.args;
+        let value = |flags: &[&str]| {
+            args.windows(2)
+                .find(|w| flags.contains(&w[0].as_str()))
+                .map(|w| w[1].clone())
+        };
+        let dir = match value(&["-p", "--package"]) {
+            Some(name) => match packages.iter().find(|(n, _)| *n == name) {
+                Some((_, dir)) => dir.clone(),
+                None => {
+                    missing.push(format!(
+                        "README.md:{} quotes `{}`: no package {name}",
+                        q.line, q.text
+                    ));
+                    continue;
+                }
+            },
+            None => repo(),
+        };
+        for (flag, folder) in [
+            ("--example", "examples"),
+            ("--test", "tests"),
+            ("--bench", "benches"),
+        ] {
+            if let Some(name) = value(&[flag])
+                && !dir.join(folder).join(format!("{name}.rs")).exists()
+                && !dir.join(folder).join(&name).join("main.rs").exists()
+            {
+                missing.push(format!(
+                    "README.md:{} quotes `{}`: no {folder}/{name}.rs or {folder}/{name}/main.rs in {}",
+                    q.line,
+                    q.text,
+                    dir.display()
+                ));
+            }
+        }
+        if let Some(path) = value(&["--path"])
+            && !repo().join(&path).join("Cargo.toml").exists()
+        {
+            missing.push(format!(
+                "README.md:{} quotes `{}`: no package at {path}",
+                q.line, q.text
+            ));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
