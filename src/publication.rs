@@ -1,7 +1,8 @@
 //! The registry publication cell (docs/spec.md H-4, H-9, INV-1).
 //!
-//! Internal: public only for the loom suites (`loom-tests/`); not part of
-//! the API an embedding program uses.
+//! Internal to the crate: public only in a `--cfg exthost_loom` build, for
+//! the loom suites (`loom-tests/`); not part of the API an embedding
+//! program uses.
 //!
 //! The host keeps its live registry as an immutable snapshot in a
 //! [`Published`] cell. A commit builds the whole next registry aside and
@@ -24,18 +25,6 @@ use crate::sync::{Arc, Mutex, lock};
 /// Clones share the cell. The snapshot is an `Arc<T>`: `std::sync::Arc`
 /// normally, `loom::sync::Arc` under `--cfg exthost_loom` (see the crate's
 /// `sync` shim).
-///
-/// # Example
-///
-/// ```
-/// use exthost::publication::Published;
-///
-/// let tools = Published::new(vec!["read"]);
-/// let before = tools.load();
-/// tools.store(vec!["read", "write"]);
-/// assert_eq!(*before, ["read"]); // detached: unchanged
-/// assert_eq!(*tools.load(), ["read", "write"]);
-/// ```
 pub struct Published<T> {
     current: Arc<Mutex<Arc<T>>>,
 }
@@ -57,6 +46,10 @@ impl<T> Published<T> {
     ///
     /// The previous snapshot lives on in the hands of readers that loaded it;
     /// the cell's own reference to it is dropped after the lock is released.
+    #[cfg_attr(
+        not(exthost_loom),
+        allow(dead_code, reason = "read by the loom suites and the unit tests")
+    )]
     pub fn store(&self, value: T) {
         drop(self.replace(value));
     }
@@ -95,7 +88,9 @@ impl<T: fmt::Debug> fmt::Debug for Published<T> {
 #[cfg(all(test, not(exthost_loom)))]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
     use std::thread;
+    use std::time::Duration;
 
     #[test]
     fn snapshots_are_detached() {
@@ -159,5 +154,64 @@ mod tests {
             reader.join().unwrap();
         }
         assert_eq!(*cell.load(), vec![200; 16]);
+    }
+
+    // `Published::store` with std's mutex and real threads: a replaced
+    // snapshot whose `Drop` loads from the same cell must not deadlock it.
+    // The loom model `store_drops_the_old_snapshot_outside_the_lock`
+    // proves, over every interleaving, that the lock is released before the
+    // drop (and catches the drop-under-the-lock mutant); this runs the
+    // concrete hazard once, on the build that ships.
+
+    /// A published value that, when dropped, may load from a cell and report
+    /// what it saw.
+    struct Node {
+        label: &'static str,
+        on_drop: Option<(Published<Node>, mpsc::Sender<&'static str>)>,
+    }
+
+    impl Node {
+        fn inert(label: &'static str) -> Self {
+            Self {
+                label,
+                on_drop: None,
+            }
+        }
+    }
+
+    impl Drop for Node {
+        fn drop(&mut self) {
+            if let Some((cell, seen)) = self.on_drop.take() {
+                // Deadlocks if the cell's lock is still held by `store`.
+                let label = cell.load().label;
+                let _ = seen.send(label);
+            }
+        }
+    }
+
+    #[test]
+    fn a_snapshot_whose_drop_loads_from_the_cell_does_not_deadlock_store() {
+        let cell = Published::new(Node::inert("first"));
+        let (seen_sender, seen) = mpsc::channel();
+        cell.store(Node {
+            label: "armed",
+            on_drop: Some((cell.clone(), seen_sender)),
+        });
+        assert_eq!(cell.load().label, "armed");
+
+        // The store that replaces (and drops) the armed node runs on its own
+        // thread: a deadlock fails the test on the guard instead of hanging it
+        // (a guard, not a timing assertion).
+        let (done_sender, done) = mpsc::channel();
+        let writer = cell.clone();
+        thread::spawn(move || {
+            writer.store(Node::inert("last"));
+            let _ = done_sender.send(());
+        });
+        done.recv_timeout(Duration::from_secs(10))
+            .expect("store deadlocked: the replaced snapshot was dropped under the cell's lock");
+        // The drop ran, after the new snapshot was in place.
+        assert_eq!(seen.try_recv(), Ok("last"));
+        assert_eq!(cell.load().label, "last");
     }
 }

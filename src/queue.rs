@@ -1,7 +1,8 @@
 //! The serialized FIFO operation queue of the shell (docs/spec.md H-3, H-11, INV-4).
 //!
-//! Internal: public only for the loom suites (`loom-tests/`); not part of
-//! the API an embedding program uses.
+//! Internal to the crate: public only in a `--cfg exthost_loom` build, for
+//! the loom suites (`loom-tests/`); not part of the API an embedding
+//! program uses.
 //!
 //! Every host operation (`activate`, `emit`, `dispose`, `reload`) first takes
 //! a [`Ticket`] with [`SerialQueue::enqueue`], synchronously, in call order,
@@ -39,28 +40,6 @@ use crate::sync::{Arc, Mutex, lock};
 /// taken.
 ///
 /// Clones share the same queue.
-///
-/// # Example
-///
-/// ```
-/// use exthost::queue::SerialQueue;
-///
-/// let queue = SerialQueue::new();
-/// let activation = queue.enqueue()?;
-/// let dispose = queue.enqueue_and_close()?;
-/// assert!(queue.enqueue().is_err()); // closed behind `dispose`
-///
-/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-/// runtime.block_on(async {
-///     let turn = activation.await;
-///     assert_eq!(turn.number(), 0);
-///     drop(turn); // the activation settled: the queue moves on
-///     let turn = dispose.await;
-///     assert_eq!(turn.number(), 1);
-/// });
-/// assert_eq!(queue.pending(), 0);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Clone)]
 pub struct SerialQueue {
     shared: Arc<Mutex<State>>,
@@ -163,12 +142,20 @@ impl SerialQueue {
     }
 
     /// Whether the queue is closed to new tickets.
+    #[cfg_attr(
+        not(exthost_loom),
+        allow(dead_code, reason = "read by the loom suites and the unit tests")
+    )]
     pub fn is_closed(&self) -> bool {
         lock(&self.shared).closed
     }
 
     /// Number of tickets taken and not yet released (waiting or running); for
     /// tests and diagnostics.
+    #[cfg_attr(
+        not(exthost_loom),
+        allow(dead_code, reason = "read by the loom suites and the unit tests")
+    )]
     pub fn pending(&self) -> usize {
         lock(&self.shared).live.len()
     }
@@ -208,6 +195,10 @@ pub struct Ticket {
 impl Ticket {
     /// The ticket's number: its position in call order, counted from 0 for
     /// the queue's first ticket.
+    #[cfg_attr(
+        not(exthost_loom),
+        allow(dead_code, reason = "read by the loom suites and the unit tests")
+    )]
     pub fn number(&self) -> u64 {
         self.number
     }
@@ -277,6 +268,10 @@ pub struct Turn {
 
 impl Turn {
     /// The number of the ticket this turn came from.
+    #[cfg_attr(
+        not(exthost_loom),
+        allow(dead_code, reason = "read by the loom suites and the unit tests")
+    )]
     pub fn number(&self) -> u64 {
         self.number
     }

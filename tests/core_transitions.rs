@@ -1,7 +1,7 @@
 //! The pure core driven directly, with no runtime: what it sets off (its
 //! outbox, drained after each input) for each path of H-1 to H-11.
 
-use exthost::core::*;
+use exthost_core::*;
 
 fn spec(name: &str) -> ToolSpec {
     ToolSpec::new(name, format!("{name} tool"), "digest")

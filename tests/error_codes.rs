@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use exthost::core::{
     ActivationFailure, CleanupKind, CleanupStep, ContextId, DisposerRef, Failure, FailureCause,
-    Owner, RegistryError, StepFailure, ToolRef, ToolSpec, check_declarations,
+    Owner, RegistryError, StepFailure, ToolRef, ToolSpec,
 };
 use exthost::error::{CodedError, codes};
 use exthost::host::ManifestFileFailure;
@@ -17,6 +17,7 @@ use exthost::resources::{
     RootInvalidReason,
 };
 use exthost::{HostError, IdError, ResourceError, validate_id_segment};
+use exthost_core::check_declarations;
 
 /// Every code docs/spec.md section 7 lists: its table and the codes the
 /// repository adds, each a backticked upper-case word.

@@ -1,13 +1,15 @@
 //! The trace validation itself: a real recorded run passes it, and the
 //! shell bugs it exists for fail it. The bugs are planted in recorded runs
 //! of the real shell: hooks delivered fail-fast (a hook after a failing one
-//! never ran), and an `emit` re-activating an extension whose activation
-//! failed (which breaks "nothing retries on its own").
+//! never ran), an `emit` re-activating an extension whose activation
+//! failed (which breaks "nothing retries on its own"), and a shell acting
+//! on an answer the core did not give.
 
 mod support;
 
 use exthost::core::OpKind;
-use exthost::host::{CodeRun, CoreCall, Event, PublicCall, TraceEvent};
+use exthost::host::{CodeRun, CoreCall, Event, PublicCall, Query, TraceEvent};
+use exthost_core::Placement;
 use serde_json::json;
 use support::{Ending, Log, Script, host, trace_check::check, within};
 
@@ -155,6 +157,38 @@ async fn an_activation_for_a_provider_nobody_declares_fails_it() {
             violations
                 .iter()
                 .any(|v| v.contains("SelectProvider") && v.contains("may not ask for it")),
+            "{violations:?}"
+        );
+    })
+    .await;
+}
+
+/// Every question the shell asks the core is recorded with the answer it
+/// acted on, and the replay asks its own core the same: a real run asks
+/// where the hooks run, and a shell acting on an answer the core did not
+/// give (here: the hooks of the first emit placed in its caller's task)
+/// fails it.
+#[tokio::test]
+async fn a_shell_acting_on_an_answer_the_core_did_not_give_fails_it() {
+    within(async {
+        let mut events = recorded_run().await;
+        let asked = events
+            .iter_mut()
+            .find_map(|e| match e {
+                TraceEvent::Input(CoreCall::Ask(query), _) => match query.as_mut() {
+                    Query::HookPlacement { answer, .. } => Some(answer),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .expect("the run asks where the hooks run");
+        assert_ne!(*asked, Placement::Inline, "the hooks run under a deadline");
+        *asked = Placement::Inline;
+        let violations = check(&events);
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.contains("HookPlacement") && v.contains("the core answers")),
             "{violations:?}"
         );
     })

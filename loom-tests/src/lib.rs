@@ -3,9 +3,10 @@
 //! Everything here exists only under `--cfg exthost_loom`, which also switches
 //! exthost's `sync` shim to `loom::sync`, so the suites check the very
 //! [`SerialQueue`](exthost::queue::SerialQueue) and [`Published`](exthost::publication::Published)
-//! that ship. Without the cfg the library is empty and the only test is
-//! `tests/publication_std.rs`, the std-build companion of the
-//! drop-outside-the-lock model. Run the loom suites with:
+//! that ship (the two modules are public only under that cfg). Without the
+//! cfg the library is empty and has no tests; the std-build companion of
+//! the drop-outside-the-lock model is a unit test of `src/publication.rs`.
+//! Run the loom suites with:
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg exthost_loom" CARGO_TARGET_DIR=target/loom \

@@ -23,11 +23,11 @@ use tokio_util::sync::CancellationToken;
 use super::call_options::{CALL, CallOptions, CallScope, CallSignals};
 use super::code::Tool;
 use super::contain::contain;
-use super::deadlines::current_executor;
 use super::error::HostError;
-use super::shell::Inner;
+use super::executor::current_executor;
+use super::inner::Inner;
 use super::trace::CodeRun;
-use crate::core::{CallId, CallRefused, CallVerdict, Failure, Placement};
+use exthost_core::{CallId, CallRefused, CallVerdict, Failure, Placement};
 
 /// The cancellation signal of the tool call running in this task, if any.
 ///
@@ -46,12 +46,10 @@ pub fn current_call_cancellation() -> Option<CancellationToken> {
 /// on) reaches that operation's driver through the shell's drain, which
 /// wakes it.
 fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
-    let mut shell = inner.lock();
-    let Some(signals) = shell.calls.remove(&call) else {
+    let ended = inner.lock().end_call(call, deadline_passed);
+    let Some((verdict, signals)) = ended else {
         return CallVerdict::Discarded;
     };
-    let verdict = shell.call_finished(call, deadline_passed);
-    drop(shell);
     // The call's signals (with its task's abort handle) hold no extension
     // data: they are dropped here, after the lock, with no trip through
     // the graveyard.
@@ -113,7 +111,7 @@ pub(crate) async fn call(
         let admitted = match shell.call_start(name) {
             Ok(admitted) => admitted,
             Err(CallRefused::Dormant { extension }) => {
-                let revoked = shell.core.is_revoked(&extension);
+                let revoked = shell.ask().is_revoked(&extension);
                 return Err(HostError::ActivationDenied {
                     name: name.to_owned(),
                     extension,
@@ -127,16 +125,13 @@ pub(crate) async fn call(
                 });
             }
         };
-        let placement = shell.core.call_placement(
-            &inner.deadlines,
-            admitted.owner.extension_id(),
+        let signals = Arc::new(CallSignals::default());
+        let (placement, tool) = shell.place_call(
+            &admitted,
             caller_cancel.is_some(),
             executor,
+            signals.clone(),
         );
-        let signals = Arc::new(CallSignals::default());
-        shell.calls.insert(admitted.call, signals.clone());
-        // Only the tool itself: its descriptor stays in the table.
-        let tool = shell.tools.get(&admitted.tool).map(|h| h.tool.clone());
         (admitted.call, tool, signals, placement)
     };
     let Some(tool) = tool else {
@@ -145,9 +140,7 @@ pub(crate) async fn call(
             name: name.to_owned(),
         });
     };
-    if let Some(recorder) = &inner.recorder {
-        recorder.ran(CodeRun::Tool(call));
-    }
+    inner.ran(|| CodeRun::Tool(call));
     let bound = match placement {
         Placement::Inline => None,
         Placement::InlineBounded(deadline) => Some(deadline),

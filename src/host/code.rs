@@ -3,7 +3,7 @@
 //! the handler types the shell keeps for hooks and disposers.
 //!
 //! Architecture invariant: this is the bottom of `host/`. It depends on no
-//! other module of `host/` (only on [`crate::core`] and the manifest
+//! other module of `host/` (only on [`exthost_core`] and the manifest
 //! module's schema digest), so the context, the errors, the extension
 //! definitions and the shell can all use it without a circle.
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::core::ToolSpec;
+use exthost_core::ToolSpec;
 
 /// A boxed, sendable future: what extension code returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

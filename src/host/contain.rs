@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use serde_json::Value;
 
 use super::code::{BoxFuture, ExtensionError, Tool};
-use crate::core::Failure;
+use exthost_core::Failure;
 
 tokio::task_local! {
     /// The id of the host whose queue the current task runs under.

@@ -17,8 +17,8 @@ use super::code::{DisposerFn, Event, ExtensionError, HookFn, Tool, ToolDescripto
 use super::contain::Contained;
 use super::error::HostError;
 use super::provider::ProviderSpec;
-use crate::core::{ContextId, Registration};
 use crate::resources::ResourceLoader;
+use exthost_core::{ContextId, Registration};
 
 /// What the shell keeps of an accepted registration, beside the core's
 /// record of it: the extension's code, by the handle the core gave.

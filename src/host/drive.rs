@@ -40,16 +40,16 @@ use tokio_util::sync::CancellationToken;
 use super::code::{Event, ExtensionError, HookFn};
 use super::contain::{catch_sync, contain, drop_contained, under_queue, under_queue_thread};
 use super::context::ActivationContext;
-use super::deadlines::current_executor;
+use super::executor::current_executor;
 use super::hook_watch::{BatchProgress, BatchReporter, MAX_BATCH};
-use super::shell::Inner;
+use super::inner::Inner;
+use super::shell::{CleanupCode, Next};
 use super::trace::uncaused;
-use crate::core::{
-    Awaiting, CleanupKind, CleanupStep, CodeRun, ContextId, DeadlineStep, Effect, Failure,
-    HookResults, Input, LiveHook, OpId, Placement,
-};
 use crate::error::codes;
 use crate::queue::{Ticket, Turn};
+use exthost_core::{
+    CleanupStep, CodeRun, ContextId, Effect, Failure, HookResults, Input, LiveHook, OpId, Placement,
+};
 
 /// Aborts a task when dropped: extension code the driver stopped waiting
 /// for does not run on.
@@ -188,7 +188,7 @@ impl Driver {
         ticket: Ticket,
         withdrawn: Option<CancellationToken>,
     ) {
-        let host = inner.id;
+        let host = inner.id();
         tokio::spawn(under_queue(host, async move {
             let mut driver = Driver::new(inner, op, event);
             let turn = match withdrawn {
@@ -205,12 +205,11 @@ impl Driver {
             driver.turn = Some(turn);
             {
                 let mut shell = driver.inner.lock();
-                if shell.withdrawn.remove(&op) {
+                if !shell.begin_turn(op) {
                     driver.settled = true;
                     return;
                 }
                 driver.begun = true;
-                let _ = shell.apply(Input::Begin(op));
             }
             driver.run().await;
         }));
@@ -231,8 +230,8 @@ impl Driver {
     /// the rest of the operation to a fresh task as for a driver task that
     /// died, so the caller still gets an outcome.
     pub(crate) fn run_here(inner: Arc<Inner>, op: OpId, event: Option<Arc<Event>>, turn: Turn) {
-        let host = inner.id;
-        let recording = inner.recorder.is_some();
+        let host = inner.id();
+        let recording = inner.recorder().is_some();
         let mut driver = Driver::new(inner, op, event);
         driver.turn = Some(turn);
         let mut operation = Box::pin(uncaused(
@@ -271,26 +270,10 @@ impl Driver {
         }
     }
 
-    fn record(&self, code: CodeRun) {
-        if let Some(recorder) = &self.inner.recorder {
-            recorder.ran(code);
-        }
-    }
-
     /// Performs the operation's commands until it settles.
     async fn run(&mut self) {
         loop {
-            let next = {
-                let mut shell = self.inner.lock();
-                match shell.driver.pop_front() {
-                    Some(command) => Next::Perform(command),
-                    None if shell.core.running_op() != Some(self.op) => Next::Settled,
-                    None => match shell.core.awaiting() {
-                        Some(Awaiting::Calls(_, extension)) => Next::Calls(extension),
-                        awaiting => Next::Unasked(awaiting),
-                    },
-                }
-            };
+            let next = self.inner.lock().next_step(self.op);
             match next {
                 Next::Perform(command) => self.perform(command).await,
                 Next::Settled => {
@@ -335,31 +318,16 @@ impl Driver {
         }
     }
 
-    /// The deadline of `step`, as the core decides it (H-12: the host's,
-    /// or the extension's own override).
-    fn deadline(&self, step: DeadlineStep<'_>) -> Option<Duration> {
-        let shell = self.inner.lock();
-        shell.core.deadline_for(&self.inner.deadlines, step)
-    }
-
     /// Gives up on an operation the core no longer runs: its caller gets
     /// `EXTENSION_TASK_LOST` instead of waiting forever.
     fn abandon_caller(&mut self) {
         self.settled = true;
-        let settler = self.inner.lock().settlers.remove(&self.op);
+        let settler = self.inner.lock().take_settler(self.op);
         drop(settler);
     }
 
     async fn call_factory(&mut self, extension: String, context: ContextId) {
-        let (placement, factory) = {
-            let shell = self.inner.lock();
-            (
-                shell
-                    .core
-                    .activation_placement(&self.inner.deadlines, &extension),
-                shell.factories.get(&extension).cloned(),
-            )
-        };
+        let (placement, factory) = self.inner.lock().activation_start(&extension);
         self.activation_inline = placement == Placement::Inline;
         let deadline = match placement {
             Placement::Inline => None,
@@ -370,14 +338,14 @@ impl Driver {
             Placement::Task(deadline) => deadline,
         };
         self.activation_deadline.start(deadline);
-        self.record(CodeRun::Factory(context));
+        self.inner.ran(|| CodeRun::Factory(context));
         let Some(factory) = factory else {
             return self.feed([Input::FactoryReturned {
                 context,
                 result: Err(Failure::error("no factory for this extension")),
             }]);
         };
-        let host = self.inner.id;
+        let host = self.inner.id();
         if self.activation_inline {
             // No deadline: nothing would stop waiting for the factory, so
             // it runs here (a factory that blocks its thread blocks this
@@ -415,11 +383,7 @@ impl Driver {
         late: bool,
     ) {
         let mut shell = self.inner.lock();
-        let result = result.map(|instance| {
-            if let Some(old) = shell.instances.insert(context, instance) {
-                shell.bury(old);
-            }
-        });
+        let result = result.map(|instance| shell.keep_instance(context, instance));
         if late {
             let _ = shell.apply(Input::DeadlinePassed { op: self.op });
         }
@@ -427,13 +391,7 @@ impl Driver {
     }
 
     async fn run_activate(&mut self, extension: String, context: ContextId) {
-        let (instance, token) = {
-            let shell = self.inner.lock();
-            (
-                shell.instances.get(&context).cloned(),
-                shell.tokens.get(&context).cloned().unwrap_or_default(),
-            )
-        };
+        let (instance, token) = self.inner.lock().activation(context);
         let Some(instance) = instance else {
             return self.feed([Input::ActivateReturned {
                 context,
@@ -444,10 +402,10 @@ impl Driver {
             host: Arc::downgrade(&self.inner) as std::sync::Weak<dyn super::context::HostLink>,
             context,
             extension,
-            resources: self.inner.resources.clone(),
+            resources: self.inner.resources().clone(),
             cancellation: token.clone(),
         };
-        self.record(CodeRun::Activate(context));
+        self.inner.ran(|| CodeRun::Activate(context));
         if self.activation_inline {
             // No deadline: `activate` runs here, in the driver's task (under
             // the queue), until it returns or the activation is cancelled.
@@ -462,7 +420,7 @@ impl Driver {
             };
             return self.feed([Input::ActivateReturned { context, result }]);
         }
-        let mut task = AbortOnDrop(spawn_code(self.inner.id, async move {
+        let mut task = AbortOnDrop(spawn_code(self.inner.id(), async move {
             contain(|| instance.activate(cx)).await
         }));
         let op = self.op;
@@ -497,7 +455,7 @@ impl Driver {
     /// Runs every remaining hook of the running emit, from `hooks[start]`,
     /// one after another whatever each did (H-10), and feeds their results
     /// in one input. Where they run is the core's answer
-    /// ([`HostCore::hook_placement`](crate::core::HostCore::hook_placement)):
+    /// ([`HostCore::hook_placement`](exthost_core::HostCore::hook_placement)):
     /// here in the driver's task, with no task, timer or allocation per
     /// hook, when no hook deadline applies; else, on either runtime
     /// flavour, in a task of their own under a watchdog (a hook that
@@ -509,11 +467,7 @@ impl Driver {
             return self.feed([Input::StepLost { op }]);
         };
         let executor = current_executor();
-        let (handlers, placement) = {
-            let mut shell = self.inner.lock();
-            let placement = shell.core.hook_placement(&self.inner.deadlines, executor);
-            (shell.hook_handlers(&hooks), placement)
-        };
+        let (handlers, placement) = self.inner.lock().hooks_to_run(&hooks, executor);
         let results = match placement {
             // Under a deadline, on either runtime, the hooks run in a task
             // of their own under the driver's watchdog.
@@ -539,7 +493,7 @@ impl Driver {
     ) -> HookResults {
         self.hooks_done = HookResults::new();
         for i in start..hooks.len() {
-            record_hook(self.inner.recorder.as_deref(), self.op, hooks, i);
+            record_hook(self.inner.recorder().map(Arc::as_ref), self.op, hooks, i);
             let result = run_hook(handlers.get(i), event).await;
             self.hooks_done.push(result);
         }
@@ -574,11 +528,11 @@ impl Driver {
                 event: event.clone(),
                 deadline,
                 progress: progress.clone(),
-                recorder: self.inner.recorder.clone(),
+                recorder: self.inner.recorder().cloned(),
                 op: self.op,
             };
             self.watched = Some(progress.clone());
-            let mut task = AbortOnDrop(spawn_code(self.inner.id, batch.run()));
+            let mut task = AbortOnDrop(spawn_code(self.inner.id(), batch.run()));
             let mut first_watch = true;
             let hook_timed_out = loop {
                 let watch = progress.watch(deadline);
@@ -625,23 +579,20 @@ impl Driver {
 
     async fn run_cleanup(&mut self, step: CleanupStep) {
         let op = self.op;
-        let deadline = self.deadline(DeadlineStep::Cleanup(&step.extension));
-        let code = {
+        let (deadline, code) = {
             let mut shell = self.inner.lock();
-            match step.kind {
-                CleanupKind::Disposer { disposer, .. } => {
-                    shell.disposers.remove(&disposer).map(|d| {
-                        Box::pin(async move { contain(d).await })
-                            as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
-                    })
-                }
-                CleanupKind::Instance => shell.instances.get(&step.context).cloned().map(|i| {
-                    Box::pin(async move { contain(|| i.dispose()).await })
-                        as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+            (
+                shell.ask().cleanup_deadline(&step.extension),
+                shell.cleanup_code(&step).map(|code| match code {
+                    CleanupCode::Disposer(d) => Box::pin(async move { contain(d).await })
+                        as std::pin::Pin<Box<dyn Future<Output = _> + Send>>,
+                    CleanupCode::Instance(i) => {
+                        Box::pin(async move { contain(|| i.dispose()).await })
+                    }
                 }),
-            }
+            )
         };
-        self.record(CodeRun::Cleanup(op, step.clone()));
+        self.inner.ran(|| CodeRun::Cleanup(op, step.clone()));
         let Some(code) = code else {
             return self.feed([Input::CleanupFinished {
                 op,
@@ -649,7 +600,7 @@ impl Driver {
             }]);
         };
         let at = deadline.map(|d| Instant::now() + d);
-        let mut task = AbortOnDrop(spawn_code(self.inner.id, code));
+        let mut task = AbortOnDrop(spawn_code(self.inner.id(), code));
         tracing::debug!(
             extension = %step.extension,
             step = ?step.kind,
@@ -674,19 +625,14 @@ impl Driver {
     /// the calls (the last one ended: its next step is queued).
     async fn await_calls(&mut self, extension: String) {
         let op = self.op;
-        let deadline = self.deadline(DeadlineStep::CallsWait(Some(&extension)));
+        let deadline = self.inner.lock().ask().calls_wait_deadline(&extension);
         let at = deadline.map(|d| Instant::now() + d);
         loop {
-            let notified = self.inner.wake.notified();
+            let notified = self.inner.woken();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let shell = self.inner.lock();
-                if !shell.driver.is_empty()
-                    || !matches!(shell.core.awaiting(), Some(Awaiting::Calls(..)))
-                {
-                    return;
-                }
+            if !self.inner.lock().awaits_calls() {
+                return;
             }
             tokio::select! {
                 _ = &mut notified => {}
@@ -694,18 +640,6 @@ impl Driver {
             }
         }
     }
-}
-
-/// What the driver does next.
-enum Next {
-    /// Perform this command.
-    Perform(Effect),
-    /// The operation settled.
-    Settled,
-    /// Wait for this extension's calls in flight.
-    Calls(String),
-    /// The core awaits a step no command asked for.
-    Unasked(Option<Awaiting>),
 }
 
 impl Drop for Driver {
@@ -717,16 +651,16 @@ impl Drop for Driver {
         let op = self.op;
         let mut shell = self.inner.lock();
         if !self.begun {
-            if shell.core.is_queued(op) {
+            if shell.ask().is_queued(op) {
                 let _ = shell.withdraw(op);
             }
-            let settler = shell.settlers.remove(&op);
+            let settler = shell.take_settler(op);
             drop(shell);
             drop(settler);
             return;
         }
-        if shell.core.running_op() != Some(op) {
-            let settler = shell.settlers.remove(&op);
+        if shell.ask().running_op() != Some(op) {
+            let settler = shell.take_settler(op);
             drop(shell);
             drop(settler);
             return;
@@ -734,7 +668,7 @@ impl Drop for Driver {
         // The core awaits one step at a time, so the queue holds at most
         // the command of the step it awaits, which never started: that
         // step is the one lost (the command is dropped with it).
-        shell.driver.clear();
+        shell.drop_commands();
         if let Some(progress) = self.watched.take() {
             progress.abandon_now();
             self.hooks_done.append(progress.take_results());
@@ -743,7 +677,7 @@ impl Drop for Driver {
             // Each result ends the hook its `RunHook` asked for; the next
             // one's command is the one the following result ends.
             let _ = shell.apply(Input::HookFinished { op, result });
-            shell.driver.clear();
+            shell.drop_commands();
         }
         let _ = shell.apply(Input::StepLost { op });
         drop(shell);
@@ -754,7 +688,7 @@ impl Drop for Driver {
         next.activation_inline = self.activation_inline;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                let host = self.inner.id;
+                let host = self.inner.id();
                 handle.spawn(under_queue(host, async move {
                     next.run().await;
                 }));
@@ -773,11 +707,11 @@ impl Driver {
         // against a core bug.
         for _ in 0..100_000 {
             let mut shell = self.inner.lock();
-            if shell.core.running_op() != Some(self.op) {
+            if shell.ask().running_op() != Some(self.op) {
                 self.settled = true;
                 return;
             }
-            shell.driver.clear();
+            shell.drop_commands();
             if shell.apply(Input::StepLost { op: self.op }).is_err() {
                 break;
             }

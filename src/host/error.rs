@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 
 use super::code::ExtensionError;
-use crate::core::{
-    ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
-};
 use crate::error::{CodedError, codes};
 use crate::id::IdError;
+use exthost_core::{
+    ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
+};
 
 /// Everything a host operation can fail with.
 ///
@@ -488,8 +488,8 @@ fn describe_steps(failures: &[StepFailure]) -> String {
         .iter()
         .map(|f| {
             let step = match f.step.kind {
-                crate::core::CleanupKind::Disposer { index, .. } => format!("disposer {index}"),
-                crate::core::CleanupKind::Instance => "dispose".to_owned(),
+                exthost_core::CleanupKind::Disposer { index, .. } => format!("disposer {index}"),
+                exthost_core::CleanupKind::Instance => "dispose".to_owned(),
             };
             format!("{} {step}: {}", f.step.extension, f.failure)
         })

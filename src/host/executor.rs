@@ -1,18 +1,9 @@
-//! Each extension's own deadlines (H-12): an extension definition, or its
-//! manifest, may set or turn off its activation, cleanup and call deadlines;
-//! whatever it leaves alone is the host's.
-//!
-//! The types are the core's ([`crate::core::Deadlines`] and the overrides
-//! carried by each definition's [`crate::core::DefinitionPolicy`]): the
-//! core decides which deadline applies to a step
-//! ([`crate::core::HostCore::deadline_for`]); the shell only arms the
-//! timers it answers.
+//! The executor of the running task, as the core's placement questions ask
+//! for it: the core decides where a step runs and which deadline bounds it
+//! (H-12: the host's, or an extension's own override); the shell only
+//! tells it what can run while extension code blocks a thread.
 
-use crate::core::Executor;
-
-pub(crate) use crate::core::{
-    DeadlineOverride as Override, DeadlineOverrides as Overrides, Deadlines,
-};
+use exthost_core::Executor;
 
 /// The executor of the running task, as the core's placement asks for it
 /// (issue 23): one thread for a current-thread runtime, several for any

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::code::{BoxFuture, ExtensionError, ToolDescriptor};
 use super::contain::Contained;
 use super::context::ActivationContext;
-use super::deadlines::Override;
 use crate::manifest::Trigger;
+use exthost_core::{DeadlineOverride as Override, DeadlineOverrides};
 
 /// An extension instance, made by its definition's factory.
 ///
@@ -60,11 +60,11 @@ pub struct ExtensionDefinition {
     pub(crate) id: String,
     pub(crate) factory: Factory,
     pub(crate) declared_tools: Option<Vec<ToolDescriptor>>,
-    pub(crate) declared_providers: Option<Vec<crate::core::ProviderRecord>>,
+    pub(crate) declared_providers: Option<Vec<exthost_core::ProviderRecord>>,
     pub(crate) namespaced: bool,
     pub(crate) triggers: Vec<crate::manifest::Trigger>,
     pub(crate) manifest: Option<Arc<crate::manifest::Manifest>>,
-    pub(crate) deadlines: super::deadlines::Overrides,
+    pub(crate) deadlines: DeadlineOverrides,
     pub(crate) dependencies: Vec<String>,
 }
 
@@ -141,7 +141,7 @@ impl ExtensionDefinition {
             namespaced: false,
             triggers: Vec::new(),
             manifest: None,
-            deadlines: super::deadlines::Overrides::default(),
+            deadlines: DeadlineOverrides::default(),
             dependencies: Vec::new(),
         }
     }
@@ -269,8 +269,8 @@ impl ExtensionDefinition {
         &self.id
     }
 
-    pub(crate) fn meta(&self) -> crate::core::DefinitionMeta {
-        crate::core::DefinitionMeta {
+    pub(crate) fn meta(&self) -> exthost_core::DefinitionMeta {
+        exthost_core::DefinitionMeta {
             id: self.id.clone(),
             namespaced: self.namespaced,
             declared_tools: self
@@ -279,7 +279,7 @@ impl ExtensionDefinition {
                 .map(|tools| tools.iter().map(ToolDescriptor::spec).collect()),
             declared_providers: self.declared_providers.clone(),
             dependencies: self.dependencies.clone(),
-            policy: crate::core::DefinitionPolicy {
+            policy: exthost_core::DefinitionPolicy {
                 events: trigger_events(&self.triggers),
                 eager: is_eager(&self.triggers),
                 deadlines: self.deadlines,

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::core::{Failure, HookResults};
+use exthost_core::{Failure, HookResults};
 
 /// Bits of the progress word that count finished hooks.
 const DONE_BITS: u32 = 24;

@@ -1,28 +1,32 @@
 //! The async shell: [`ExtensionHost`] runs extension code for the pure core.
 //!
-//! The shell holds the [`HostCore`] behind one lock, together with what the
+//! The shell holds the pure core behind one lock, together with what the
 //! core refers to by id (factories, instances, tool handlers, hooks,
 //! disposers, cancellation tokens). It feeds the core inputs and performs
 //! the effects it returns, awaiting extension code outside the lock,
 //! containing panics (H-8) and marking the task so a reentrant host call
-//! fails at once (H-7). Operations are serialized by a [`SerialQueue`]
+//! fails at once (H-7). Operations are serialized by a FIFO queue
 //! (H-3); an operation begins in its caller's task only when its turn
 //! comes at once, and moves to a task of its own at its first wait, so
 //! dropping the caller's future (or no longer polling it) never leaves
 //! partial state.
 //!
 //! Architecture invariants:
-//! - This file is the public API only: options, reports and
-//!   [`ExtensionHost`]'s methods, each a thin call into the machinery.
+//! - This file is the public API only: [`ExtensionHost`]'s methods, each a
+//!   thin call into the machinery, and [`HostHandle`]; the options are in
+//!   `options`, what the operations answer in `reports`.
 //! - Layers, bottom to top: `code` (what extension code is) and `trace`;
-//!   `error`, `contain`, `snapshot`; `provider`, `context`, `extension`,
-//!   `manifests`;
-//!   `shell` (state and the core's commands); `drive`, `calls`, `submit`
-//!   (running operations and tool calls). A module uses only layers below
-//!   it: `context` reaches the shell through the `HostLink` trait it
-//!   defines and the shell implements, so `extension` -> `context` and
-//!   `shell` -> `extension` make no circle.
-//! - Every decision a caller can observe is the core's ([`crate::core`]);
+//!   `link` (the one recorded way to the core), `error`, `contain`,
+//!   `snapshot`, `options`, `reports`; `provider`, `context`, `extension`,
+//!   `manifests`; `shell` (the tables and the core's commands), then
+//!   `inner` (the shell behind its lock, the queue, the publication);
+//!   `drive`, `calls`, `submit` (running operations and tool calls). A
+//!   module uses only layers below it: `context` reaches the shell through
+//!   the `HostLink` trait it defines and `inner` implements, so `extension`
+//!   -> `context` and `shell` -> `extension` make no circle.
+//! - Only `link` holds the core; only `shell` holds the link; the files
+//!   above `shell` ask it through its methods, never its fields.
+//! - Every decision a caller can observe is the core's ([`exthost_core`]);
 //!   the shell routes commands and runs extension code.
 
 mod call_options;
@@ -30,25 +34,27 @@ mod calls;
 mod code;
 mod contain;
 mod context;
-mod deadlines;
 mod drive;
 mod error;
+mod executor;
 mod extension;
 mod hook_watch;
+mod inner;
+mod link;
 mod manifests;
+mod options;
 mod provider;
+mod reports;
 mod shell;
 mod snapshot;
 mod submit;
 mod trace;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
-use tokio::sync::Notify;
 
 pub use call_options::{
     CallOptions, Progress, ProgressSink, current_call_progress, current_caller_cancellation,
@@ -62,201 +68,24 @@ pub use extension::{Extension, ExtensionDefinition};
 pub use manifests::{
     DiscoveredManifest, InProcessFactories, ManifestDiscovery, ManifestRuntime, RuntimeView,
 };
+pub use options::{
+    DEFAULT_ACTIVATION_DEADLINE, DEFAULT_CLEANUP_DEADLINE, DEFAULT_HOOK_DEADLINE, HostOptions,
+};
 pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
+pub use reports::{Activation, EmitReport, ExtensionInfo, Reload, ToolChanges};
 pub use snapshot::{ToolInfo, ToolSnapshot};
-pub use trace::{CodeRun, CoreCall, PublicCall, Recorder, TraceEvent};
+pub use trace::{CodeRun, CoreCall, PublicCall, Query, Recorder, TraceEvent};
 
 use contain::under_queue_of;
-use shell::{Deadlines, Inner, Shell};
+use inner::Inner;
+use link::CoreLink;
+use shell::Shell;
 use trace::caused_by;
 use tracing::Instrument;
 
-use crate::core::{
-    DormantCall, HookDiagnostic, HostCore, OpKind, OpOutcome, ProviderSelection, Status,
-    StepFailure,
-};
-use crate::publication::Published;
-use crate::queue::SerialQueue;
-use crate::resources::ResourceLoader;
+use exthost_core::{DormantCall, HostCore, OpKind, OpOutcome, ProviderSelection, Status};
 
 static NEXT_HOST_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The default activation deadline (H-12): factory plus `activate`.
-pub const DEFAULT_ACTIVATION_DEADLINE: Duration = Duration::from_secs(30);
-/// The default deadline of one cleanup step, and of the wait for an
-/// extension's calls in flight before its cleanup (H-11, H-12).
-pub const DEFAULT_CLEANUP_DEADLINE: Duration = Duration::from_secs(10);
-/// The default deadline of one hook (H-10, H-12).
-pub const DEFAULT_HOOK_DEADLINE: Duration = Duration::from_secs(10);
-
-/// How to build a host.
-#[derive(Clone)]
-pub struct HostOptions {
-    resources: ResourceLoader,
-    base_tools: Vec<(ToolDescriptor, Arc<dyn Tool>)>,
-    deadlines: Deadlines,
-    recorder: Option<Arc<Recorder>>,
-}
-
-impl std::fmt::Debug for HostOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostOptions")
-            .field("resources", &self.resources)
-            .field(
-                "base_tools",
-                &self
-                    .base_tools
-                    .iter()
-                    .map(|(d, _)| &d.name)
-                    .collect::<Vec<_>>(),
-            )
-            .field("deadlines", &self.deadlines)
-            .finish_non_exhaustive()
-    }
-}
-
-impl HostOptions {
-    /// Options with this trusted resource loader, no base tools, and the
-    /// default deadlines: [`DEFAULT_ACTIVATION_DEADLINE`] (30 s),
-    /// [`DEFAULT_CLEANUP_DEADLINE`] (10 s per cleanup step and per wait for
-    /// an extension's calls), [`DEFAULT_HOOK_DEADLINE`] (10 s per hook), and
-    /// none per tool call.
-    pub fn new(resources: ResourceLoader) -> Self {
-        Self {
-            resources,
-            base_tools: Vec::new(),
-            deadlines: Deadlines {
-                activation: Some(DEFAULT_ACTIVATION_DEADLINE),
-                cleanup: Some(DEFAULT_CLEANUP_DEADLINE),
-                hook: Some(DEFAULT_HOOK_DEADLINE),
-                call: None,
-            },
-            recorder: None,
-        }
-    }
-
-    /// Adds a base tool, published before any extension's (H-9).
-    pub fn with_base_tool(mut self, descriptor: ToolDescriptor, tool: impl Tool) -> Self {
-        self.base_tools.push((descriptor, Arc::new(tool)));
-        self
-    }
-
-    /// Cancels and rolls back an activation still pending after `deadline`
-    /// (H-12); its cause carries the code `EXTENSION_TIMEOUT`.
-    pub fn with_activation_deadline(mut self, deadline: Duration) -> Self {
-        self.deadlines.activation = Some(deadline);
-        self
-    }
-
-    /// No activation deadline: an `activate` that never returns then keeps
-    /// the queue until shutdown cancels it.
-    pub fn without_activation_deadline(mut self) -> Self {
-        self.deadlines.activation = None;
-        self
-    }
-
-    /// Records a cleanup step (disposer or `dispose`) still running after
-    /// `deadline` as failed with `EXTENSION_TIMEOUT` and moves on to the
-    /// next step (H-12), so one hung extension cannot wedge shutdown.
-    pub fn with_cleanup_deadline(mut self, deadline: Duration) -> Self {
-        self.deadlines.cleanup = Some(deadline);
-        self
-    }
-
-    /// No cleanup deadline: a cleanup step that never returns, or a tool
-    /// call that never finishes, then wedges shutdown.
-    pub fn without_cleanup_deadline(mut self) -> Self {
-        self.deadlines.cleanup = None;
-        self
-    }
-
-    /// Records a hook still running after `deadline` as a failed hook
-    /// (`EXTENSION_TIMEOUT`) and goes on with the next one; a hook that
-    /// returns after it (having blocked its thread) fails the same way.
-    ///
-    /// Under a hook deadline (the default is 10 s), on either runtime
-    /// flavour, the hooks run in a task other than the one awaiting
-    /// `emit`, each timed by one monotonic clock reading at its end (the
-    /// next hook's start); on a multi-thread runtime `emit` returns at the
-    /// deadline even while a hook blocks its thread (docs/spec.md, H-12).
-    pub fn with_hook_deadline(mut self, deadline: Duration) -> Self {
-        self.deadlines.hook = Some(deadline);
-        self
-    }
-
-    /// No hook deadline: a hook that never returns then wedges `emit`.
-    pub fn without_hook_deadline(mut self) -> Self {
-        self.deadlines.hook = None;
-        self
-    }
-
-    /// Answers a tool call still running after `deadline` with
-    /// `EXTENSION_TIMEOUT` and drops it; a result that arrives after the
-    /// deadline is discarded. None by default;
-    /// [`ExtensionDefinition::with_call_deadline`] overrides it per
-    /// extension.
-    pub fn with_call_deadline(mut self, deadline: Duration) -> Self {
-        self.deadlines.call = Some(deadline);
-        self
-    }
-
-    /// Records every input the shell feeds the core, the public call that
-    /// caused each request, and every piece of extension code it runs, for
-    /// trace validation against the model. For tests.
-    #[doc(hidden)]
-    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
-        self.recorder = Some(recorder);
-        self
-    }
-}
-
-/// How a successful `activate` call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Activation {
-    /// This call activated the extension.
-    Activated,
-    /// It was already active; nothing happened.
-    AlreadyActive,
-}
-
-/// What a successful [`ExtensionHost::reload`] did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub enum Reload {
-    /// A fresh generation replaced the extension's contribution in one
-    /// commit, then the old generation was cleaned up; these of its cleanup
-    /// steps failed (the fresh generation is live regardless).
-    Reloaded {
-        /// The old generation's failed cleanup steps, in attempt order.
-        cleanup_failures: Vec<StepFailure>,
-    },
-    /// The extension is not active (discovered, dormant, or failed):
-    /// nothing ran, and its next activation makes a fresh instance anyway.
-    NotActive {
-        /// Its status.
-        status: Status,
-    },
-}
-
-/// What one `emit` did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct EmitReport {
-    /// Hooks that failed or panicked, in delivery order (H-10).
-    pub diagnostics: Vec<HookDiagnostic>,
-    /// Extensions this event started (M-4), in the order they started.
-    pub activated: Vec<String>,
-    /// Activations this event triggered that failed (and were rolled back).
-    pub activation_failures: Vec<HostError>,
-}
-
-/// One extension as `extensions()` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ExtensionInfo {
-    /// Its id.
-    pub id: String,
-    /// Its status.
-    pub status: Status,
-}
 
 /// The extension host. Cheap to clone (clones share one host), `Send +
 /// Sync`, and cancel-safe: dropping any future it returns never leaves
@@ -315,7 +144,7 @@ pub struct ExtensionHost {
 impl std::fmt::Debug for ExtensionHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtensionHost")
-            .field("id", &self.inner.id)
+            .field("id", &self.inner.id())
             .field("extensions", &self.extensions())
             .finish_non_exhaustive()
     }
@@ -335,25 +164,19 @@ impl ExtensionHost {
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
             tools.insert_mut(r, Arc::new(snapshot::ToolHandler { descriptor, tool }));
         }
-        let shell = Shell::new(core, tools, options.recorder.clone());
-        let published = Published::new(shell.snapshot());
+        let link = CoreLink::new(core, options.deadlines, options.recorder.clone());
         Ok(Self {
-            inner: Arc::new(Inner {
-                id: NEXT_HOST_ID.fetch_add(1, Ordering::Relaxed),
-                shell: Mutex::new(shell),
-                queue: SerialQueue::new(),
-                published,
-                changes: tokio::sync::watch::Sender::new(0),
-                resources: options.resources,
-                deadlines: options.deadlines,
-                wake: Notify::new(),
-                recorder: options.recorder,
-            }),
+            inner: Arc::new(Inner::new(
+                NEXT_HOST_ID.fetch_add(1, Ordering::Relaxed),
+                Shell::new(link, tools),
+                options.resources,
+                options.recorder,
+            )),
         })
     }
 
     fn refuse_reentrant(&self, operation: &'static str) -> Result<(), HostError> {
-        if under_queue_of(self.inner.id) {
+        if under_queue_of(self.inner.id()) {
             Err(HostError::Reentrant { operation })
         } else {
             Ok(())
@@ -373,13 +196,8 @@ impl ExtensionHost {
         let definitions: Vec<ExtensionDefinition> = definitions.into_iter().collect();
         let metas = definitions.iter().map(ExtensionDefinition::meta).collect();
         let mut shell = self.inner.lock();
-        match trace::sync_caused_by(PublicCall::Discover, || shell.discover(metas)) {
-            Ok(()) => {
-                shell.note_discovered(definitions);
-                Ok(())
-            }
-            Err(e) => Err(e.into()),
-        }
+        trace::sync_caused_by(PublicCall::Discover, || shell.discover(metas, definitions))
+            .map_err(HostError::from)
     }
 
     /// Activates an extension (H-4): factory, `activate`, then one commit of
@@ -551,7 +369,7 @@ impl ExtensionHost {
     async fn emit_inner(&self, event: Event) -> Result<EmitReport, HostError> {
         self.refuse_reentrant("emit")?;
         // M-3: the core says which extensions this event starts.
-        let triggered = self.inner.lock().core.triggered_by(&event.name);
+        let triggered = self.inner.lock().ask().triggered_by(&event.name);
         let mut report = EmitReport::default();
         for id in triggered {
             match self.activate(&id).await {
@@ -586,7 +404,7 @@ impl ExtensionHost {
 
     async fn activate_eager_inner(&self) -> Vec<(String, Result<Activation, HostError>)> {
         // M-3: the core says which extensions the eager start begins.
-        let eager = self.inner.lock().core.eager();
+        let eager = self.inner.lock().ask().eager();
         let mut results = Vec::with_capacity(eager.len());
         for id in eager {
             let result = self.activate(&id).await;
@@ -679,7 +497,7 @@ impl ExtensionHost {
 
     /// A detached, immutable snapshot of the live tools (H-9).
     pub fn tools(&self) -> Arc<ToolSnapshot> {
-        self.inner.published.load()
+        self.inner.tools()
     }
 
     /// A detached, immutable snapshot of the live providers (M-8). It is
@@ -732,7 +550,7 @@ impl ExtensionHost {
         provider: &str,
         model: &str,
     ) -> Result<SelectedProvider, HostError> {
-        let selection = self.inner.lock().core.select_provider(provider, model);
+        let selection = self.inner.lock().ask().select_provider(provider, model);
         let extension = match selection {
             ProviderSelection::Dormant { extension } => extension,
             other => return selected(other, provider, model, false),
@@ -741,7 +559,7 @@ impl ExtensionHost {
         // trigger of M-3), so a recorded run names the selection as its
         // cause.
         let activated = self.activate_inner(&extension).await? == Activation::Activated;
-        let selection = self.inner.lock().core.select_provider(provider, model);
+        let selection = self.inner.lock().ask().select_provider(provider, model);
         selected(selection, provider, model, activated)
     }
 
@@ -749,7 +567,7 @@ impl ExtensionHost {
     pub fn extensions(&self) -> Vec<ExtensionInfo> {
         self.inner
             .lock()
-            .core
+            .ask()
             .statuses()
             .into_iter()
             .map(|(id, status)| ExtensionInfo { id, status })
@@ -758,7 +576,7 @@ impl ExtensionHost {
 
     /// The status of one extension.
     pub fn status(&self, id: &str) -> Option<Status> {
-        self.inner.lock().core.extension(id).map(|e| e.status())
+        self.inner.lock().ask().status(id)
     }
 
     /// Calls a live tool by runtime name. Tools run concurrently, outside
@@ -792,7 +610,7 @@ impl ExtensionHost {
     /// trace; `None` (nothing built, no task-local scope) without a
     /// recorder.
     fn cause(&self, call: impl FnOnce() -> PublicCall) -> Option<PublicCall> {
-        self.inner.recorder.is_some().then(call)
+        self.inner.recorder().is_some().then(call)
     }
 
     /// [`ExtensionHost::call_tool`] with the caller's [`CallOptions`]: its
@@ -857,7 +675,7 @@ impl ExtensionHost {
     /// may leave the visible set unchanged (a dormant descriptor replaced
     /// by the identical live tool).
     pub fn tool_changes(&self) -> ToolChanges {
-        ToolChanges(self.inner.changes.subscribe())
+        ToolChanges(self.inner.tool_changes())
     }
 
     async fn call_tool_activating_inner(
@@ -869,7 +687,7 @@ impl ExtensionHost {
         // M-4, INV-14: the core says whether this call starts the tool's
         // extension first, or is refused because a mismatch revoked the
         // grant.
-        let admission = self.inner.lock().core.admit_dormant_call(name);
+        let admission = self.inner.lock().ask().admit_dormant_call(name);
         match admission {
             DormantCall::NotDormant => {}
             DormantCall::Start { extension } => {
@@ -884,24 +702,6 @@ impl ExtensionHost {
             }
         }
         self.call_tool_with(name, input, options).await
-    }
-}
-
-/// Publications of the host's tool and provider snapshot
-/// ([`ExtensionHost::tool_changes`]).
-#[derive(Debug, Clone)]
-pub struct ToolChanges(tokio::sync::watch::Receiver<u64>);
-
-impl ToolChanges {
-    /// Waits for the next publication after the last one this receiver saw.
-    /// Returns `false` once the host is gone (every handle dropped).
-    pub async fn changed(&mut self) -> bool {
-        self.0.changed().await.is_ok()
-    }
-
-    /// How many snapshots the host has published since it was made.
-    pub fn publications(&self) -> u64 {
-        *self.0.borrow()
     }
 }
 

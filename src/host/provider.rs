@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::error::HostError;
 use super::snapshot::ToolSnapshot;
-use crate::core::{ModelRecord, Owner, ProviderEntry, ProviderRecord};
+use exthost_core::{ModelRecord, Owner, ProviderEntry, ProviderRecord};
 
 /// One model of a provider: an id (ID-1, unique within its provider) and
 /// boolean capabilities (`"vision": true`); a capability not given is

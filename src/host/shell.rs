@@ -1,11 +1,16 @@
-//! The shell's state: the pure core behind one lock, and every table of
-//! extension code the core refers to by handle.
+//! The shell's state: every table of extension code the core refers to by
+//! handle, and the one link to the core, asked only through its methods.
 //!
 //! Architecture invariants:
+//! - The fields are this module's own. The other files of `host/` lock the
+//!   shell ([`super::inner`]) and call its methods: each is one input to
+//!   the core or one question (through the recorded link, `link.rs`), with
+//!   the table work that goes with it.
 //! - No extension code runs under the lock, and no extension data is
 //!   dropped under it: what the core tells the shell to forget goes to a
 //!   graveyard that is emptied, inside containment, after the lock is
-//!   released and before any outcome settled under it is delivered.
+//!   released and before any outcome settled under it is delivered
+//!   ([`AfterLock`]).
 //! - Every decision a caller can observe is the core's. This module only
 //!   drains the core's outbox after every input ([`Shell::drain`], the one
 //!   drain loop): table updates happen here, commands that run extension
@@ -17,28 +22,26 @@
 use std::any::Any;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use exthost_core::{
+    AdmittedCall, Awaiting, CallId, CallRefused, CallVerdict, CleanupKind, CleanupStep, ContextId,
+    DefinitionMeta, DiscoveryError, DisposerRef, Effect, Executor, HookRef, Input, LiveHook, OpId,
+    OpKind, OpOutcome, Placement, ProtocolError, Registered, Registration, Requested, Settled,
+    ToolRef,
+};
 use rpds::{RedBlackTreeMapSync, VectorSync};
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::call_options::CallSignals;
-use super::code::{DisposerFn, HookFn, ToolDescriptor};
+use super::code::{DisposerFn, HookFn, Tool, ToolDescriptor};
 use super::contain::drop_contained;
-use super::context::{HostLink, Kept};
+use super::context::Kept;
 use super::error::HostError;
 use super::extension::{Extension, ExtensionDefinition, Factory};
+use super::link::CoreLink;
 use super::snapshot::{ToolHandler, ToolSnapshot};
-use super::trace::{CoreCall, Recorder};
-use crate::core::{
-    AdmittedCall, CallId, CallRefused, CallVerdict, ContextId, DefinitionMeta, DiscoveryError,
-    DisposerRef, Effect, HookRef, HostCore, Input, LiveHook, OpId, OpKind, OpOutcome,
-    ProtocolError, Registered, Registration, Requested, Settled, Status, ToolRef,
-};
-use crate::publication::Published;
-use crate::queue::SerialQueue;
-use crate::resources::ResourceLoader;
 
 /// Handles are unique counters the core hands out, so they hash as
 /// themselves.
@@ -59,85 +62,84 @@ impl Hasher for HandleHasher {
     }
 }
 
-pub(crate) use super::deadlines::Deadlines;
-
 /// An outcome on its way to its caller.
-pub(crate) enum Delivery {
+enum Delivery {
     /// An operation's outcome, to its waiting caller.
     Op(oneshot::Sender<OpOutcome>, OpOutcome),
     /// Shutdown's outcome, to every `dispose` caller.
     Disposed(Result<(), HostError>),
 }
 
-/// The host behind every [`super::ExtensionHost`] clone.
-pub(crate) struct Inner {
-    pub id: u64,
-    pub shell: Mutex<Shell>,
-    pub queue: SerialQueue,
-    pub published: Published<ToolSnapshot>,
-    /// Counts publications, for [`super::ExtensionHost::tool_changes`].
-    pub changes: watch::Sender<u64>,
-    pub resources: ResourceLoader,
-    pub deadlines: Deadlines,
-    /// Wakes the running operation's driver when an input it did not feed
-    /// (a tool call ending) set off commands for it, or ended the wait for
-    /// calls it awaits.
-    pub wake: Notify,
-    pub recorder: Option<Arc<Recorder>>,
+/// What the driver of the running operation does next
+/// ([`Shell::next_step`]).
+pub(crate) enum Next {
+    /// Perform this command.
+    Perform(Effect),
+    /// The operation settled.
+    Settled,
+    /// Wait for this extension's calls in flight.
+    Calls(String),
+    /// The core awaits a step no command asked for.
+    Unasked(Option<Awaiting>),
 }
 
-/// Everything the core refers to by id, plus the core itself.
+/// What runs one cleanup step.
+pub(crate) enum CleanupCode {
+    /// A disposer, taken out of its table: it runs once.
+    Disposer(DisposerFn),
+    /// The instance, whose `dispose` runs.
+    Instance(Arc<dyn Extension>),
+}
+
+/// Everything the core refers to by id, plus the one link to the core.
+/// Its fields are its own: the other files of `host/` ask it through its
+/// methods, under the lock.
 pub(crate) struct Shell {
-    pub core: HostCore,
-    pub factories: HashMap<String, Factory>,
-    pub instances: HashMap<ContextId, Arc<dyn Extension>>,
-    pub tokens: HashMap<ContextId, CancellationToken>,
-    pub tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
-    pub declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
-    pub hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
-    pub disposers: HashMap<DisposerRef, DisposerFn>,
-    pub publish_pending: bool,
+    core: CoreLink,
+    factories: HashMap<String, Factory>,
+    instances: HashMap<ContextId, Arc<dyn Extension>>,
+    tokens: HashMap<ContextId, CancellationToken>,
+    tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
+    declared: RedBlackTreeMapSync<String, Arc<ToolDescriptor>>,
+    hooks: HashMap<HookRef, HookFn, BuildHasherDefault<HandleHasher>>,
+    disposers: HashMap<DisposerRef, DisposerFn>,
+    publish_pending: bool,
     /// The published snapshot holds handlers the shell let go of (shutdown
     /// forgot every table): replace it by one over the emptied tables,
     /// with no publication to announce (the registry did not change).
-    pub refresh_snapshot: bool,
-    pub withdrawn: HashSet<OpId>,
+    refresh_snapshot: bool,
+    withdrawn: HashSet<OpId>,
     /// Bumped at every publication: the live hooks can only change then.
-    pub generation: u64,
+    generation: u64,
     /// The live hooks' handlers, resolved once per generation.
-    pub hook_handlers: Option<(u64, Arc<[Option<HookFn>]>)>,
+    hook_handlers: Option<(u64, Arc<[Option<HookFn>]>)>,
     /// The callers waiting for each operation's outcome.
-    pub settlers: HashMap<OpId, oneshot::Sender<OpOutcome>>,
+    settlers: HashMap<OpId, oneshot::Sender<OpOutcome>>,
     /// The outcome of shutdown, for every `dispose` caller.
-    pub disposed: watch::Sender<Option<Result<(), HostError>>>,
+    disposed: watch::Sender<Option<Result<(), HostError>>>,
     /// Tool calls in flight, each by its signals: its cancellation (fired
     /// when its extension's cleanup waits for it) and its abandonment (its
     /// caller answers at once, its task, if it has one, is aborted).
-    pub calls: HashMap<CallId, Arc<CallSignals>, BuildHasherDefault<HandleHasher>>,
+    calls: HashMap<CallId, Arc<CallSignals>, BuildHasherDefault<HandleHasher>>,
     /// The commands that run extension code, in the order the core gave
     /// them, for the running operation's driver (only one operation runs
     /// at a time, so they are all its).
-    pub driver: VecDeque<Effect>,
+    driver: VecDeque<Effect>,
     /// Commands reached the driver since the lock was taken: wake it when
     /// the lock is released.
-    pub wake_driver: bool,
+    wake_driver: bool,
     /// Extension data to drop once the lock is released.
-    pub graveyard: Vec<Box<dyn Any + Send>>,
+    graveyard: Vec<Box<dyn Any + Send>>,
     /// Outcomes to hand to their callers once the snapshot that goes with
     /// them is published, the lock released and the graveyard dropped: a
     /// caller woken by its outcome always sees the registry that outcome
     /// produced, and finds what the operation let go of dropped.
-    pub deliveries: Vec<Delivery>,
-    pub recorder: Option<Arc<Recorder>>,
+    deliveries: Vec<Delivery>,
 }
 
 impl Shell {
-    /// A shell around `core`, with the base tools' handlers.
-    pub fn new(
-        core: HostCore,
-        tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
-        recorder: Option<Arc<Recorder>>,
-    ) -> Self {
+    /// A shell around the link to the core, with the base tools' handlers.
+    pub fn new(core: CoreLink, tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>) -> Self {
         Shell {
             core,
             factories: HashMap::new(),
@@ -159,36 +161,43 @@ impl Shell {
             wake_driver: false,
             graveyard: Vec::new(),
             deliveries: Vec::new(),
-            recorder,
         }
     }
 
-    /// Keeps what the core does not know of a batch it accepted: the
+    /// Discovers a batch (H-2): the core checks it whole; if it accepts
+    /// it, the shell keeps what the core does not know of it: the
     /// factories and the declared descriptors (M-4). Triggers (M-3) and
     /// deadline overrides (H-12) went to the core with the definitions.
-    pub fn note_discovered(&mut self, definitions: Vec<ExtensionDefinition>) {
+    pub fn discover(
+        &mut self,
+        metas: Vec<DefinitionMeta>,
+        definitions: Vec<ExtensionDefinition>,
+    ) -> Result<(), DiscoveryError> {
+        let reply = self.core.discover(metas);
+        self.drain();
+        reply?;
         tracing::info!(extensions = definitions.len(), "discovered");
         for def in definitions {
             for d in def.declared_tools.iter().flatten() {
-                let name = crate::core::namespaced_tool_name(&def.id, &d.name);
+                let name = exthost_core::namespaced_tool_name(&def.id, &d.name);
                 self.declared.insert_mut(name, Arc::new(d.clone()));
             }
             self.factories.insert(def.id, def.factory);
         }
+        Ok(())
     }
 
-    /// Records a call into the core, when recording.
-    fn record(&self, call: impl FnOnce() -> CoreCall) {
-        if let Some(recorder) = &self.recorder {
-            recorder.input(call());
-        }
+    /// The core, to ask a question (each recorded with its answer); its
+    /// inputs go through the shell's own methods, which drain the outbox
+    /// after each.
+    pub fn ask(&self) -> &CoreLink {
+        &self.core
     }
 
     /// Applies an input of the running operation, then drains the outbox.
     /// A refused input is a shell bug: it is logged and returned as an
     /// error, never a panic.
     pub fn apply(&mut self, input: Input) -> Result<(), ProtocolError> {
-        self.record(|| CoreCall::Step(input.clone()));
         let applied = self.core.apply(input).inspect_err(|e| {
             tracing::error!(error = %e, "the shell fed the core an input it refused");
         });
@@ -196,17 +205,8 @@ impl Shell {
         applied
     }
 
-    /// Discovers a batch in the core (H-2).
-    pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
-        self.record(|| CoreCall::Discover(batch.clone()));
-        let reply = self.core.discover(batch);
-        self.drain();
-        reply
-    }
-
     /// Asks the core for an operation.
     pub fn request(&mut self, kind: OpKind) -> Requested {
-        self.record(|| CoreCall::Request(kind.clone()));
         let reply = self.core.request(kind);
         self.drain();
         reply
@@ -214,28 +214,164 @@ impl Shell {
 
     /// Withdraws a queued operation (H-3).
     pub fn withdraw(&mut self, op: OpId) -> Result<(), ProtocolError> {
-        self.record(|| CoreCall::Withdraw(op));
         self.core.withdraw(op)
+    }
+
+    /// The caller of `op` waits for its outcome on the receiver.
+    pub fn await_outcome(&mut self, op: OpId) -> oneshot::Receiver<OpOutcome> {
+        let (settler, outcome) = oneshot::channel();
+        self.settlers.insert(op, settler);
+        outcome
+    }
+
+    /// The outcome of shutdown, once it settles.
+    pub fn dispose_outcome(&self) -> watch::Receiver<Option<Result<(), HostError>>> {
+        self.disposed.subscribe()
+    }
+
+    /// The caller of `op` went away before its turn: if the core still
+    /// has it queued, withdraws it (H-3), marks it for its driver, and
+    /// lets go of its caller's channel. False when it had begun.
+    pub fn withdraw_queued(&mut self, op: OpId) -> bool {
+        if !self.core.is_queued(op) {
+            return false;
+        }
+        let _ = self.core.withdraw(op);
+        self.withdrawn.insert(op);
+        let settler = self.settlers.remove(&op);
+        self.bury(settler);
+        true
+    }
+
+    /// `op`'s turn came: it begins, unless its caller withdrew it first
+    /// (false).
+    pub fn begin_turn(&mut self, op: OpId) -> bool {
+        if self.withdrawn.remove(&op) {
+            return false;
+        }
+        let _ = self.apply(Input::Begin(op));
+        true
+    }
+
+    /// What the driver of `op` does next: the next command the core gave
+    /// it, else what the core says the operation awaits.
+    pub fn next_step(&mut self, op: OpId) -> Next {
+        match self.driver.pop_front() {
+            Some(command) => Next::Perform(command),
+            None if self.core.running_op() != Some(op) => Next::Settled,
+            None => match self.core.awaiting() {
+                Some(Awaiting::Calls(_, extension)) => Next::Calls(extension),
+                awaiting => Next::Unasked(awaiting),
+            },
+        }
+    }
+
+    /// The driver still waits for calls: no command came, and the core
+    /// still awaits calls in flight.
+    pub fn awaits_calls(&self) -> bool {
+        self.driver.is_empty() && matches!(self.core.awaiting(), Some(Awaiting::Calls(..)))
+    }
+
+    /// Drops the command of the step the core awaits: its driver ended
+    /// before running it, and the step is fed as lost.
+    pub fn drop_commands(&mut self) {
+        self.driver.clear();
+    }
+
+    /// Takes the channel of `op`'s caller: dropped unsent, it tells the
+    /// caller the operation was lost.
+    pub fn take_settler(&mut self, op: OpId) -> Option<oneshot::Sender<OpOutcome>> {
+        self.settlers.remove(&op)
+    }
+
+    /// Where the factory and `activate` of `extension` run (the core's
+    /// answer), and its factory.
+    pub fn activation_start(&self, extension: &str) -> (Placement, Option<Factory>) {
+        (
+            self.core.activation_placement(extension),
+            self.factories.get(extension).cloned(),
+        )
+    }
+
+    /// Keeps the instance the factory made for `context`.
+    pub fn keep_instance(&mut self, context: ContextId, instance: Arc<dyn Extension>) {
+        if let Some(old) = self.instances.insert(context, instance) {
+            self.bury(old);
+        }
+    }
+
+    /// The instance of `context` and its activation's cancellation.
+    pub fn activation(
+        &self,
+        context: ContextId,
+    ) -> (Option<Arc<dyn Extension>>, CancellationToken) {
+        (
+            self.instances.get(&context).cloned(),
+            self.tokens.get(&context).cloned().unwrap_or_default(),
+        )
+    }
+
+    /// Where an emit's hooks run (the core's answer), and the handlers of
+    /// `hooks`.
+    pub fn hooks_to_run(
+        &mut self,
+        hooks: &VectorSync<LiveHook>,
+        executor: Executor,
+    ) -> (Arc<[Option<HookFn>]>, Placement) {
+        let placement = self.core.hook_placement(executor);
+        (self.hook_handlers(hooks), placement)
+    }
+
+    /// The code of a cleanup step; a disposer is taken, so it runs once.
+    pub fn cleanup_code(&mut self, step: &CleanupStep) -> Option<CleanupCode> {
+        match step.kind {
+            CleanupKind::Disposer { disposer, .. } => {
+                self.disposers.remove(&disposer).map(CleanupCode::Disposer)
+            }
+            CleanupKind::Instance => self
+                .instances
+                .get(&step.context)
+                .cloned()
+                .map(CleanupCode::Instance),
+        }
     }
 
     /// Asks the core to admit a tool call.
     pub fn call_start(&mut self, tool: &str) -> Result<AdmittedCall, CallRefused> {
-        self.record(|| CoreCall::CallStart {
-            tool: tool.to_owned(),
-        });
         self.core.call_start(tool)
     }
 
-    /// Tells the core a call ended; returns what its caller gets. When the
-    /// shutdown waited for this call, its next commands reach the driver.
-    pub fn call_finished(&mut self, call: CallId, deadline_passed: bool) -> CallVerdict {
-        self.record(|| CoreCall::CallFinished {
-            call,
-            deadline_passed,
-        });
+    /// Where an admitted call runs (the core's answer), tracked in flight
+    /// by `signals`, and its tool.
+    pub fn place_call(
+        &mut self,
+        admitted: &AdmittedCall,
+        outlives_caller: bool,
+        executor: Executor,
+        signals: Arc<CallSignals>,
+    ) -> (Placement, Option<Arc<dyn Tool>>) {
+        let placement =
+            self.core
+                .call_placement(admitted.owner.extension_id(), outlives_caller, executor);
+        self.calls.insert(admitted.call, signals);
+        // Only the tool itself: its descriptor stays in the table.
+        let tool = self.tools.get(&admitted.tool).map(|h| h.tool.clone());
+        (placement, tool)
+    }
+
+    /// Tells the core a call ended, once: `None` when it was already
+    /// ended. Returns what its caller gets and the call's signals (to drop
+    /// after the lock). When the shutdown waited for this call, its next
+    /// commands reach the driver.
+    pub fn end_call(
+        &mut self,
+        call: CallId,
+        deadline_passed: bool,
+    ) -> Option<(CallVerdict, Arc<CallSignals>)> {
+        let signals = self.calls.remove(&call)?;
         let verdict = self.core.call_finished(call, deadline_passed);
         self.drain();
-        verdict
+        Some((verdict, signals))
     }
 
     /// The one drain loop: performs every command in the core's outbox, in
@@ -243,7 +379,7 @@ impl Shell {
     /// then the publication, then hands each settled operation's outcome
     /// to its caller (delivered once the lock is released, after the
     /// snapshot that goes with it is published).
-    pub fn drain(&mut self) {
+    fn drain(&mut self) {
         while let Some(command) = self.core.poll_command() {
             self.perform(command);
         }
@@ -375,13 +511,13 @@ impl Shell {
     }
 
     /// Keeps extension data for dropping after the lock is released.
-    pub fn bury<T: Send + 'static>(&mut self, value: T) {
+    fn bury<T: Send + 'static>(&mut self, value: T) {
         self.graveyard.push(Box::new(value));
     }
 
     /// The handlers of `hooks` (the hooks an emit delivers to, in order);
     /// resolved once per publication, so an emit costs no lookups per hook.
-    pub fn hook_handlers(&mut self, hooks: &VectorSync<LiveHook>) -> Arc<[Option<HookFn>]> {
+    fn hook_handlers(&mut self, hooks: &VectorSync<LiveHook>) -> Arc<[Option<HookFn>]> {
         if let Some((generation, handlers)) = &self.hook_handlers
             && *generation == self.generation
         {
@@ -398,6 +534,8 @@ impl Shell {
         handlers
     }
 
+    /// A snapshot of the live tools: the core's registry with the
+    /// handlers and declared descriptors the shell keeps.
     pub fn snapshot(&self) -> ToolSnapshot {
         ToolSnapshot {
             registry: self.core.registry().clone(),
@@ -406,19 +544,22 @@ impl Shell {
         }
     }
 
-    /// Stages a registration; `None` when the context is closed.
-    fn registration(
-        &mut self,
-        context: ContextId,
-        registration: Registration,
-    ) -> Option<Registered> {
-        self.record(|| CoreCall::Register {
-            context,
-            registration: registration.clone(),
-        });
+    /// Stages a registration through `context` (H-6) and keeps its code
+    /// under the handle the core gives it; false (nothing kept, the code
+    /// buried) when the context is closed.
+    pub fn register(&mut self, context: ContextId, registration: Registration, kept: Kept) -> bool {
         let reply = self.core.register(context, registration);
         self.drain();
-        reply.ok()
+        match reply {
+            Ok(handle) => {
+                self.keep(handle, kept);
+                true
+            }
+            Err(_) => {
+                self.bury(kept);
+                false
+            }
+        }
     }
 
     /// Keeps the code of an accepted registration under its handle.
@@ -438,137 +579,35 @@ impl Shell {
         }
     }
 
-    /// Active extensions, in activation order.
-    fn active(&self) -> Vec<String> {
-        self.core
-            .activation_order()
-            .iter()
-            .filter(|id| self.core.extension(id).map(|e| e.status()) == Some(Status::Active))
-            .cloned()
-            .collect()
-    }
-}
-
-/// A locked shell. When the guard is dropped it publishes a new snapshot if
-/// the core asked for one (so the snapshot includes every table change made
-/// under the same lock), releases the lock, wakes the driver if commands
-/// reached it, drops the graveyard, inside containment, and only then
-/// hands settled operations their outcomes.
-pub(crate) struct ShellGuard<'a> {
-    guard: Option<MutexGuard<'a, Shell>>,
-    published: &'a Published<ToolSnapshot>,
-    changes: &'a watch::Sender<u64>,
-    wake: &'a Notify,
-}
-
-impl std::ops::Deref for ShellGuard<'_> {
-    type Target = Shell;
-    fn deref(&self) -> &Shell {
-        self.guard.as_ref().expect("held until drop")
-    }
-}
-
-impl std::ops::DerefMut for ShellGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Shell {
-        self.guard.as_mut().expect("held until drop")
-    }
-}
-
-impl Drop for ShellGuard<'_> {
-    fn drop(&mut self) {
-        let Some(mut guard) = self.guard.take() else {
-            return;
-        };
-        // Most inputs (a tool call's start and end) leave nothing to do
-        // after the lock.
-        if !guard.publish_pending
-            && !guard.refresh_snapshot
-            && !guard.wake_driver
-            && guard.graveyard.is_empty()
-            && guard.deliveries.is_empty()
+    /// What is left to do once the lock is released: `None` when nothing
+    /// is (most inputs, a tool call's start and end, leave nothing).
+    pub fn release(&mut self) -> Option<AfterLock> {
+        if !self.publish_pending
+            && !self.refresh_snapshot
+            && !self.wake_driver
+            && self.graveyard.is_empty()
+            && self.deliveries.is_empty()
         {
-            return;
+            return None;
         }
-        let publish = std::mem::take(&mut guard.publish_pending);
-        let refresh = std::mem::take(&mut guard.refresh_snapshot);
-        let previous = (publish || refresh).then(|| self.published.replace(guard.snapshot()));
-        let graveyard = std::mem::take(&mut guard.graveyard);
-        let deliveries = std::mem::take(&mut guard.deliveries);
-        let disposed = (!deliveries.is_empty()).then(|| guard.disposed.clone());
-        let wake = std::mem::take(&mut guard.wake_driver);
-        drop(guard);
-        if wake {
-            self.wake.notify_one();
-        }
-        if publish {
-            self.changes.send_modify(|n| *n += 1);
-        }
-        // What the operation let go of is dropped before its outcome is
-        // delivered: a caller woken by its outcome finds it gone (H-14).
-        drop_contained(previous);
-        for body in graveyard {
-            drop_contained(body);
-        }
-        for delivery in deliveries {
-            match delivery {
-                Delivery::Op(settler, outcome) => {
-                    let _ = settler.send(outcome);
-                }
-                Delivery::Disposed(result) => {
-                    if let Some(disposed) = &disposed {
-                        disposed.send_replace(Some(result));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// How an activation context reaches its host (H-6): stage in the core,
-/// keep the code in the shell's tables, under one lock.
-impl HostLink for Inner {
-    fn register(&self, context: ContextId, registration: Registration, kept: Kept) -> bool {
-        let mut shell = self.lock();
-        match shell.registration(context, registration) {
-            Some(handle) => {
-                shell.keep(handle, kept);
-                true
-            }
-            None => {
-                shell.bury(kept);
-                false
-            }
-        }
+        let announce = std::mem::take(&mut self.publish_pending);
+        let refresh = std::mem::take(&mut self.refresh_snapshot);
+        let deliveries = std::mem::take(&mut self.deliveries);
+        Some(AfterLock {
+            snapshot: (announce || refresh).then(|| self.snapshot()),
+            announce,
+            wake: std::mem::take(&mut self.wake_driver),
+            graveyard: std::mem::take(&mut self.graveyard),
+            disposed: (!deliveries.is_empty()).then(|| self.disposed.clone()),
+            deliveries,
+        })
     }
 
-    fn host(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
-}
-
-impl Inner {
-    pub(crate) fn lock(&self) -> ShellGuard<'_> {
-        ShellGuard {
-            // Extension code never runs under this lock and extension data
-            // is never dropped under it, so a poisoned lock can only come
-            // from a bug in the shell itself; its data is still consistent
-            // because every update is a single apply.
-            guard: Some(self.shell.lock().unwrap_or_else(|p| p.into_inner())),
-            published: &self.published,
-            changes: &self.changes,
-            wake: &self.wake,
-        }
-    }
-}
-
-impl Drop for Inner {
-    /// The last handle went away without `dispose`: nothing can run the
-    /// extensions' cleanup any more (it is async). Say so, naming them,
-    /// abort the tool calls still running, and drop their data inside
-    /// containment.
-    fn drop(&mut self) {
-        let shell = self.shell.get_mut().unwrap_or_else(|p| p.into_inner());
-        let active = shell.active();
+    /// The host is gone without `dispose`: nothing can run the extensions'
+    /// cleanup any more (it is async). Says so, naming them, abandons the
+    /// tool calls still running, and drops their data inside containment.
+    pub fn host_dropped(&mut self) {
+        let active = self.core.active();
         if !active.is_empty() {
             tracing::warn!(
                 extensions = ?active,
@@ -579,20 +618,65 @@ impl Drop for Inner {
         // Calls still in flight (their callers left, H-11): nothing waits
         // for them any more. Each is abandoned, which aborts its task, so
         // a tool that never returns does not run on after its host.
-        for (_, signals) in shell.calls.drain() {
+        for (_, signals) in self.calls.drain() {
             signals.abandon();
         }
         let tables: Box<dyn Any + Send> = Box::new((
-            std::mem::take(&mut shell.instances),
-            std::mem::take(&mut shell.hooks),
-            std::mem::take(&mut shell.disposers),
-            std::mem::take(&mut shell.factories),
-            shell.hook_handlers.take(),
-            std::mem::replace(&mut shell.tools, RedBlackTreeMapSync::new_sync()),
+            std::mem::take(&mut self.instances),
+            std::mem::take(&mut self.hooks),
+            std::mem::take(&mut self.disposers),
+            std::mem::take(&mut self.factories),
+            self.hook_handlers.take(),
+            std::mem::replace(&mut self.tools, RedBlackTreeMapSync::new_sync()),
         ));
         drop_contained(tables);
-        for body in std::mem::take(&mut shell.graveyard) {
+        for body in std::mem::take(&mut self.graveyard) {
             drop_contained(body);
+        }
+    }
+}
+
+/// What a shell leaves to do once its lock is released
+/// ([`Shell::release`]): publish the snapshot (while still locked, so
+/// publications keep the lock's order), wake the driver, announce the
+/// publication, drop the graveyard, and only then hand settled operations
+/// their outcomes.
+pub(crate) struct AfterLock {
+    snapshot: Option<ToolSnapshot>,
+    /// A publication to announce (a refresh over emptied tables is none).
+    pub announce: bool,
+    /// Commands reached the driver: wake it.
+    pub wake: bool,
+    graveyard: Vec<Box<dyn Any + Send>>,
+    deliveries: Vec<Delivery>,
+    disposed: Option<watch::Sender<Option<Result<(), HostError>>>>,
+}
+
+impl AfterLock {
+    /// The snapshot to publish, if the core committed or the tables were
+    /// emptied; taken before the lock is released.
+    pub fn take_snapshot(&mut self) -> Option<ToolSnapshot> {
+        self.snapshot.take()
+    }
+
+    /// Drops what the operation let go of, inside containment, then
+    /// delivers the outcomes: a caller woken by its outcome finds it gone
+    /// (H-14).
+    pub fn deliver(self) {
+        for body in self.graveyard {
+            drop_contained(body);
+        }
+        for delivery in self.deliveries {
+            match delivery {
+                Delivery::Op(settler, outcome) => {
+                    let _ = settler.send(outcome);
+                }
+                Delivery::Disposed(result) => {
+                    if let Some(disposed) = &self.disposed {
+                        disposed.send_replace(Some(result));
+                    }
+                }
+            }
         }
     }
 }

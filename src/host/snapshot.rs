@@ -9,7 +9,7 @@ use rpds::RedBlackTreeMapSync;
 use serde_json::Value;
 
 use super::code::{Tool, ToolDescriptor};
-use crate::core::{Binding, Owner, RegistryEntry, ToolRef, ToolRegistry};
+use exthost_core::{Binding, Owner, RegistryEntry, ToolRef, ToolRegistry};
 
 /// A registered tool's descriptor and handler.
 pub(crate) struct ToolHandler {

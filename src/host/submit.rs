@@ -16,15 +16,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::code::Event;
 use super::drive::Driver;
 use super::error::HostError;
-use super::shell::Inner;
-use crate::core::{OpId, OpKind, OpOutcome, Requested};
+use super::inner::Inner;
 use crate::queue::{Ticket, Turn};
+use exthost_core::{OpId, OpKind, OpOutcome, Requested};
 
 /// Withdraws a queued operation when its caller's future is dropped before
 /// the operation began (H-3). Under the shell lock it either finds the
@@ -43,11 +42,7 @@ impl Drop for WithdrawOnDrop {
             return;
         }
         let mut shell = self.inner.lock();
-        if shell.core.is_queued(self.op) {
-            let _ = shell.withdraw(self.op);
-            shell.withdrawn.insert(self.op);
-            let settler = shell.settlers.remove(&self.op);
-            shell.bury(settler);
+        if shell.withdraw_queued(self.op) {
             self.withdrawn.cancel();
         }
     }
@@ -70,16 +65,14 @@ pub(crate) async fn run(
             Requested::Rejected(_) => return Err(HostError::Disposed),
             Requested::JoinDispose(_) => return Err(lost()),
         };
-        let Ok(ticket) = inner.queue.enqueue() else {
+        let Ok(ticket) = inner.enqueue() else {
             // The queue closes only together with the core: this is
             // unreachable unless the shell has a bug; take the request
             // back so the core does not wait for it.
             let _ = shell.withdraw(op);
             return Err(HostError::Disposed);
         };
-        let (settler, outcome) = oneshot::channel();
-        shell.settlers.insert(op, settler);
-        (op, ticket, outcome)
+        (op, ticket, shell.await_outcome(op))
     };
     // An idle queue gives the turn at once: the operation begins here and
     // runs in this task until it first has to wait, then moves to a task
@@ -124,10 +117,10 @@ pub(crate) async fn dispose(inner: &Arc<Inner>) -> Result<(), HostError> {
     };
     let mut outcome = {
         let mut shell = inner.lock();
-        let outcome = shell.disposed.subscribe();
+        let outcome = shell.dispose_outcome();
         match shell.request(OpKind::Dispose) {
             Requested::Enqueued(op) => {
-                let ticket = inner.queue.enqueue_and_close().map_err(|_| lost())?;
+                let ticket = inner.enqueue_and_close().map_err(|_| lost())?;
                 Driver::spawn(inner.clone(), op, None, ticket, None);
             }
             Requested::JoinDispose(_) => {}

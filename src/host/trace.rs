@@ -2,8 +2,10 @@
 //!
 //! The model checker proves the pure core; the shell around it is checked
 //! by recording what it really does and replaying that record: every input
-//! it fed the core (in order, under the shell's lock), the public call that
-//! caused each request, and every piece of extension code it actually ran.
+//! it fed the core and every question it asked it, with the answer (in
+//! order, under the shell's lock, through the one link, `link.rs`), the
+//! public call that caused each request, and every piece of extension code
+//! it actually ran.
 //! Recording is off unless a test turns it on with
 //! [`super::HostOptions::with_recorder`]; then it costs one lock per event.
 //!
@@ -13,7 +15,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::either::Either;
 
-use crate::core::{CallId, ContextId, DefinitionMeta, Input, OpId, OpKind, Registration, ToolSpec};
+use std::time::Duration;
+
+use exthost_core::{
+    Awaiting, CallId, ContextId, Deadlines, DefinitionMeta, DormantCall, Executor, Input, OpId,
+    OpKind, Placement, ProviderSelection, Registration, Status, ToolSpec,
+};
 
 /// A public host call, as the caller made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +51,10 @@ pub enum PublicCall {
     },
 }
 
-/// Extension code the shell ran: the core's [`crate::core::CodeRun`], which
+/// Extension code the shell ran: the core's [`exthost_core::CodeRun`], which
 /// also says what code each command asks for
-/// ([`Effect::code_run`](crate::core::Effect::code_run)).
-pub use crate::core::CodeRun;
+/// ([`Effect::code_run`](exthost_core::Effect::code_run)).
+pub use exthost_core::CodeRun;
 
 /// One call the shell made into the core: a caller's command (typed
 /// method) or an input of the running operation ([`Input`]).
@@ -80,6 +87,83 @@ pub enum CoreCall {
     },
     /// `HostCore::apply`.
     Step(Input),
+    /// A question, with the answer the shell acted on (boxed: the
+    /// largest of the calls).
+    Ask(Box<Query>),
+}
+
+/// A question the shell asked the core (it changes nothing), with the
+/// core's answer: a replay asks its own core the same at the same point.
+/// `host` is the host's deadlines, which every timing question is asked
+/// against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    missing_docs,
+    reason = "each variant and field is the HostCore method and argument it names"
+)]
+pub enum Query {
+    /// `HostCore::triggered_by`.
+    TriggeredBy { event: String, answer: Vec<String> },
+    /// `HostCore::eager`.
+    Eager { answer: Vec<String> },
+    /// `HostCore::admit_dormant_call`.
+    AdmitDormantCall { tool: String, answer: DormantCall },
+    /// `HostCore::select_provider`.
+    SelectProvider {
+        provider: String,
+        model: String,
+        answer: ProviderSelection,
+    },
+    /// `HostCore::is_revoked`.
+    IsRevoked { extension: String, answer: bool },
+    /// `HostCore::call_placement`.
+    CallPlacement {
+        host: Deadlines,
+        owner: Option<String>,
+        outlives_caller: bool,
+        executor: Executor,
+        answer: Placement,
+    },
+    /// `HostCore::hook_placement`.
+    HookPlacement {
+        host: Deadlines,
+        executor: Executor,
+        answer: Placement,
+    },
+    /// `HostCore::activation_placement`.
+    ActivationPlacement {
+        host: Deadlines,
+        extension: String,
+        answer: Placement,
+    },
+    /// `HostCore::deadline_for` a cleanup step of `extension`.
+    CleanupDeadline {
+        host: Deadlines,
+        extension: String,
+        answer: Option<Duration>,
+    },
+    /// `HostCore::deadline_for` the wait for `extension`'s calls.
+    CallsWaitDeadline {
+        host: Deadlines,
+        extension: String,
+        answer: Option<Duration>,
+    },
+    /// `HostCore::awaiting`.
+    Awaiting { answer: Option<Awaiting> },
+    /// `HostCore::running_op`.
+    RunningOp { answer: Option<OpId> },
+    /// `HostCore::is_queued`.
+    IsQueued { op: OpId, answer: bool },
+    /// `HostCore::statuses`.
+    Statuses { answer: Vec<(String, Status)> },
+    /// The status of one extension (`HostCore::extension`).
+    Status {
+        extension: String,
+        answer: Option<Status>,
+    },
+    /// The active extensions, in activation order
+    /// (`HostCore::activation_order`).
+    Active { answer: Vec<String> },
 }
 
 /// One event of a recorded run.

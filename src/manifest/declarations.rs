@@ -19,20 +19,20 @@
 //! so equal counts follow and need no code of their own.
 //!
 //! Providers (M-8) are matched the same way, by the core's
-//! [`check_provider_declarations`](crate::core::check_provider_declarations):
+//! [`check_provider_declarations`](exthost_core::check_provider_declarations):
 //! ids, display names, config schema digests, model ids and capabilities.
 //! [`DeclaredProvider::record`] is the one conversion of a provider to the
 //! core's terms, used for declarations and registrations alike.
 //!
 //! The rule itself, its reason enum and its error type are the core's
-//! ([`crate::core::check_declarations`]); this module only turns a
+//! ([`exthost_core::check_declarations`]); this module only turns a
 //! manifest's declarations and the registered tools into the core's terms.
 
 use serde_json::Value;
 
 use super::digest::SchemaDigest;
 use super::schema::{DeclaredProvider, DeclaredTool, Manifest};
-use crate::core::{
+use exthost_core::{
     DeclarationMismatch, ModelRecord, ProviderRecord, ToolRef, ToolSpec, check_declarations,
 };
 

@@ -6,14 +6,14 @@ use super::digest::SchemaDigest;
 use super::schema::Manifest;
 use crate::id::validate_id_segment;
 
-pub use crate::core::lifecycle::RUNTIME_NAME_SEPARATOR;
+pub use exthost_core::lifecycle::RUNTIME_NAME_SEPARATOR;
 
 /// The runtime name `<extension>:<tool>` of a manifest extension's tool, or
 /// `None` when either part breaks ID-1.
 pub fn runtime_tool_name(extension_id: &str, tool_name: &str) -> Option<String> {
     validate_id_segment(extension_id).ok()?;
     validate_id_segment(tool_name).ok()?;
-    Some(crate::core::namespaced_tool_name(extension_id, tool_name))
+    Some(exthost_core::namespaced_tool_name(extension_id, tool_name))
 }
 
 /// Splits a runtime name into `(extension, tool)`; `None` unless it is

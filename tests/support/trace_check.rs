@@ -22,11 +22,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use exthost::core::{
-    Binding, DormantCall, Drained, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome,
-    Owner, Phase, ProviderSelection, Requested, Settled, Status,
+use exthost::host::{CodeRun, CoreCall, PublicCall, Query, TraceEvent};
+use exthost_core::{
+    Binding, DeadlineStep, DormantCall, Drained, Effect, ExtensionSlot, HostCore, Input, OpId,
+    OpKind, OpOutcome, Owner, Phase, ProviderSelection, Requested, Settled, Status,
 };
-use exthost::host::{CodeRun, CoreCall, PublicCall, TraceEvent};
 
 /// What a replay found wrong, one line per violation.
 pub fn check(events: &[TraceEvent]) -> Vec<String> {
@@ -47,8 +47,8 @@ struct Replay {
     expected: Vec<(CodeRun, bool)>,
     /// Operation code the shell ran, in order.
     ran: Vec<CodeRun>,
-    admitted: BTreeSet<exthost::core::CallId>,
-    tools_ran: Vec<exthost::core::CallId>,
+    admitted: BTreeSet<exthost_core::CallId>,
+    tools_ran: Vec<exthost_core::CallId>,
     disposed: bool,
     violations: Vec<String>,
 }
@@ -87,6 +87,19 @@ impl Replay {
             self.violation(index, "an input before the host was created".into());
             return;
         };
+        if let CoreCall::Ask(query) = call {
+            // A question changes nothing: the replayed core must answer it
+            // as the shell's did at the same point.
+            let replayed = ask(&core, query);
+            if replayed != **query {
+                self.violation(
+                    index,
+                    format!("the shell acted on {query:?}; the core answers {replayed:?}"),
+                );
+            }
+            self.core = Some(core);
+            return;
+        }
         let before = core.clone();
         let accepted = match call {
             CoreCall::Discover(batch) => {
@@ -124,6 +137,7 @@ impl Replay {
                 let _ = core.call_finished(*call, *deadline_passed);
                 Ok(())
             }
+            CoreCall::Ask(_) => unreachable!("answered above"),
             CoreCall::Step(input) => {
                 if let Some(cause) = cause {
                     // An operation's inputs come from its driver, which
@@ -165,7 +179,7 @@ impl Replay {
         // What a batch of hook results covers: the emit's list from the
         // hook asked for.
         if let Input::HooksFinished { op, results } = input
-            && let Some(exthost::core::Awaiting::Hook(_, first)) = core.awaiting()
+            && let Some(exthost_core::Awaiting::Hook(_, first)) = core.awaiting()
             && let Some(list) = core.emit_hooks(*op)
             && let Some(start) = list.iter().position(|h| h.hook == first.hook)
         {
@@ -447,5 +461,97 @@ impl Replay {
         if ran.len() != before {
             self.violations.push("a tool call ran twice".into());
         }
+    }
+}
+
+/// `query` as the replayed `core` answers it.
+fn ask(core: &HostCore, query: &Query) -> Query {
+    match query.clone() {
+        Query::TriggeredBy { event, .. } => Query::TriggeredBy {
+            answer: core.triggered_by(&event),
+            event,
+        },
+        Query::Eager { .. } => Query::Eager {
+            answer: core.eager(),
+        },
+        Query::AdmitDormantCall { tool, .. } => Query::AdmitDormantCall {
+            answer: core.admit_dormant_call(&tool),
+            tool,
+        },
+        Query::SelectProvider {
+            provider, model, ..
+        } => Query::SelectProvider {
+            answer: core.select_provider(&provider, &model),
+            provider,
+            model,
+        },
+        Query::IsRevoked { extension, .. } => Query::IsRevoked {
+            answer: core.is_revoked(&extension),
+            extension,
+        },
+        Query::CallPlacement {
+            host,
+            owner,
+            outlives_caller,
+            executor,
+            ..
+        } => Query::CallPlacement {
+            answer: core.call_placement(&host, owner.as_deref(), outlives_caller, executor),
+            host,
+            owner,
+            outlives_caller,
+            executor,
+        },
+        Query::HookPlacement { host, executor, .. } => Query::HookPlacement {
+            answer: core.hook_placement(&host, executor),
+            host,
+            executor,
+        },
+        Query::ActivationPlacement {
+            host, extension, ..
+        } => Query::ActivationPlacement {
+            answer: core.activation_placement(&host, &extension),
+            host,
+            extension,
+        },
+        Query::CleanupDeadline {
+            host, extension, ..
+        } => Query::CleanupDeadline {
+            answer: core.deadline_for(&host, DeadlineStep::Cleanup(&extension)),
+            host,
+            extension,
+        },
+        Query::CallsWaitDeadline {
+            host, extension, ..
+        } => Query::CallsWaitDeadline {
+            answer: core.deadline_for(&host, DeadlineStep::CallsWait(Some(&extension))),
+            host,
+            extension,
+        },
+        Query::Awaiting { .. } => Query::Awaiting {
+            answer: core.awaiting(),
+        },
+        Query::RunningOp { .. } => Query::RunningOp {
+            answer: core.running_op(),
+        },
+        Query::IsQueued { op, .. } => Query::IsQueued {
+            answer: core.is_queued(op),
+            op,
+        },
+        Query::Statuses { .. } => Query::Statuses {
+            answer: core.statuses(),
+        },
+        Query::Status { extension, .. } => Query::Status {
+            answer: core.extension(&extension).map(|e| e.status()),
+            extension,
+        },
+        Query::Active { .. } => Query::Active {
+            answer: core
+                .activation_order()
+                .iter()
+                .filter(|id| core.extension(id).map(|e| e.status()) == Some(Status::Active))
+                .cloned()
+                .collect(),
+        },
     }
 }
