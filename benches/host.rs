@@ -1,11 +1,10 @@
-//! Host benchmarks (issue 3): the cost of activating the Nth extension stays
-//! flat as N grows, and `emit` stays close to a plain loop over the hooks;
-//! (issue 11) reloading an extension costs about what activating it does;
-//! (issue 23) the fixed cost of `call_tool`, `activate` and `emit` against
-//! their direct or floor counterparts, on both runtime flavours.
+//! Host benchmarks: the cost of activating the Nth extension as N grows;
+//! reloading an extension against activating it; the fixed cost of
+//! `call_tool`, `activate` and `emit` against their direct or floor
+//! counterparts, on both runtime flavours.
 //!
-//! Run: `cargo bench --bench host`; the ratios are written into
-//! docs/performance.md.
+//! Run: `cargo bench --bench host`; docs/performance.md has the figures,
+//! their commands and their dates.
 
 use std::hint::black_box;
 use std::sync::Arc;

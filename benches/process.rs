@@ -1,4 +1,4 @@
-//! Process extensions (issue 12): a `tools/call` round trip through the
+//! Process extensions: a `tools/call` round trip through the
 //! host (proxy tool, rmcp client session, our stdio transport) against the
 //! same request written straight to the same child by a minimal blocking
 //! line-based client.

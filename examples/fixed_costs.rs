@@ -1,6 +1,6 @@
 //! The host's fixed cost per tool call, emit and activation, beside the
 //! same work done directly, for an instruction count that does not depend
-//! on what else the machine is doing (docs/performance.md, issue 23).
+//! on what else the machine is doing (docs/performance.md).
 //!
 //! Each measured loop is its own function (`measure_*`), so callgrind can
 //! count inside it alone:
