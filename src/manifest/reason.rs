@@ -71,7 +71,8 @@ reason_enum! {
     /// (`[A-Za-z_][A-Za-z0-9_]*`, at most 128 bytes).
     InvalidRuntimeEnv => "invalid_runtime_env",
     /// `runtime.startupTimeoutMs`, `runtime.callTimeoutMs` or
-    /// `runtime.shutdownTimeoutMs` is not an integer from 1 to 600,000.
+    /// `runtime.shutdownTimeoutMs` is not an integer from 1 to 600,000, or
+    /// `runtime.idleTimeoutMs` not one from 1 to 86,400,000.
     InvalidRuntimeTimeout => "invalid_runtime_timeout",
     /// `deadlines` is not an object of `activationMs` and `cleanupMs`, or
     /// one of them is not an integer from 1 to 600,000.

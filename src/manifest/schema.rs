@@ -206,6 +206,8 @@ pub struct ProcessRuntime {
     pub(crate) call_timeout_ms: Option<u64>,
     #[serde(rename = "shutdownTimeoutMs", skip_serializing_if = "Option::is_none")]
     pub(crate) shutdown_timeout_ms: Option<u64>,
+    #[serde(rename = "idleTimeoutMs", skip_serializing_if = "Option::is_none")]
+    pub(crate) idle_timeout_ms: Option<u64>,
 }
 
 impl ProcessRuntime {
@@ -242,6 +244,13 @@ impl ProcessRuntime {
     /// closing stdin and again after SIGTERM, when the manifest sets it.
     pub fn shutdown_timeout_ms(&self) -> Option<u64> {
         self.shutdown_timeout_ms
+    }
+
+    /// `idleTimeoutMs`: how long, in milliseconds, the child may go without
+    /// a call before an embedding program that stops idle backends (`exthost
+    /// serve`) stops it, when the manifest sets it.
+    pub fn idle_timeout_ms(&self) -> Option<u64> {
+        self.idle_timeout_ms
     }
 }
 

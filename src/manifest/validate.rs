@@ -43,6 +43,8 @@ const MAX_ARGUMENTS: usize = 256;
 const MAX_ARGUMENT_BYTES: usize = 4096;
 const MAX_ENV_NAMES: usize = 256;
 const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The longest `runtime.idleTimeoutMs`: a day.
+const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 const MAX_ENV_NAME_BYTES: usize = 128;
 
 /// Parses and validates one manifest.
@@ -768,6 +770,7 @@ fn decode_runtime(value: Value, at: Ptr<'_>) -> Result<Runtime, ManifestError> {
                     "startupTimeoutMs",
                     "callTimeoutMs",
                     "shutdownTimeoutMs",
+                    "idleTimeoutMs",
                 ],
                 at,
             )?;
@@ -793,6 +796,10 @@ fn decode_runtime(value: Value, at: Ptr<'_>) -> Result<Runtime, ManifestError> {
             let startup_timeout_ms = timeout("startupTimeoutMs")?;
             let call_timeout_ms = timeout("callTimeoutMs")?;
             let shutdown_timeout_ms = timeout("shutdownTimeoutMs")?;
+            let idle_timeout_ms = match optional(&mut map, "idleTimeoutMs") {
+                Some(value) => Some(decode_idle_timeout(value, at.key("idleTimeoutMs"))?),
+                None => None,
+            };
             Ok(Runtime::Process(ProcessRuntime {
                 command,
                 args,
@@ -800,6 +807,7 @@ fn decode_runtime(value: Value, at: Ptr<'_>) -> Result<Runtime, ManifestError> {
                 startup_timeout_ms,
                 call_timeout_ms,
                 shutdown_timeout_ms,
+                idle_timeout_ms,
             }))
         }
         other => fail(
@@ -863,6 +871,22 @@ fn decode_timeout(value: Value, at: Ptr<'_>) -> Result<u64, ManifestError> {
             ),
         ),
     }
+}
+
+/// `runtime.idleTimeoutMs`: whole milliseconds from 1 to
+/// [`MAX_IDLE_TIMEOUT_MS`] (a day; an idle stop is not a deadline of a
+/// step, so it may be longer than one).
+fn decode_idle_timeout(value: Value, at: Ptr<'_>) -> Result<u64, ManifestError> {
+    let within = |ms: &u64| (1..=MAX_IDLE_TIMEOUT_MS).contains(ms);
+    value.as_u64().filter(within).map_or_else(
+        || {
+            let message = format!(
+                "an idle timeout must be an integer number of milliseconds from 1 to {MAX_IDLE_TIMEOUT_MS}"
+            );
+            fail(R::InvalidRuntimeTimeout, at, message)
+        },
+        Ok,
+    )
 }
 
 /// The `deadlines` block: `activationMs` and `cleanupMs`, each optional,

@@ -203,4 +203,22 @@ impl ProcessMonitor {
     pub fn session_reuses(&self) -> u64 {
         self.0.reuses.lock().map(|n| *n).unwrap_or(0)
     }
+
+    /// Stops the latest child, if it still runs, through the shutdown
+    /// ladder of its disposal (P-3: close stdin, wait `grace`, SIGTERM the
+    /// group, wait `grace`, SIGKILL the group, reap), and records how it
+    /// ended. The extension's generation stays registered in the host: its
+    /// proxies answer `EXTENSION_PROCESS_EXITED` until the program reloads
+    /// the extension (H-12), which starts a fresh child and checks its
+    /// tools against the declarations again (M-5). For a program that
+    /// stops idle backends (`exthost serve`) and makes sure no call is in
+    /// flight first. `None` when no child was running.
+    pub async fn stop_child(&self, grace: std::time::Duration) -> Option<ShutdownOutcome> {
+        let session = self.0.session.lock().ok()?.upgrade()?;
+        let outcome = session.shutdown(grace).await;
+        if outcome.is_some() && session.pid() == self.0.current_pid() {
+            self.0.stopped(outcome);
+        }
+        outcome
+    }
 }

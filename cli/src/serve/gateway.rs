@@ -64,8 +64,8 @@ pub(crate) struct Gateway {
     pub(crate) expose: Expose,
     pub(crate) warm: bool,
     pub(crate) log: Log,
-    /// Extensions whose backend process is gone: their next call reloads
-    /// them first (a fresh process), P-6.
+    /// Extensions whose backend process is gone (crashed, or stopped when
+    /// idle): their next call reloads them first (a fresh process), P-6.
     restart: Arc<Mutex<HashSet<String>>>,
     /// One gate per extension, so concurrent calls restart it once.
     gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
@@ -79,6 +79,8 @@ pub(crate) struct Gateway {
     abandoned: Arc<AtomicU64>,
     /// The whole tools and which are shown.
     pub(crate) shape: Arc<Shape>,
+    /// Calls in flight per extension, for the idle stop (`idle.rs`).
+    pub(crate) idle: Arc<super::idle::Idle>,
     /// Extensions whose listed tools' other fields (title, annotations,
     /// output schema, ...) differed from their declarations: like a grant
     /// revoked by the host (M-5), they stay stopped for the session.
@@ -110,7 +112,25 @@ impl Gateway {
             ending: Arc::default(),
             abandoned: Arc::default(),
             shape,
+            idle: Arc::default(),
             revoked: Arc::default(),
+        }
+    }
+
+    /// The gate of extension `id`: its restart, and its idle stop, run
+    /// under it.
+    pub(crate) fn gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gates = self
+            .gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        gates.entry(id.to_owned()).or_default().clone()
+    }
+
+    /// Makes the next call of `id` reload it first (a fresh process).
+    pub(crate) fn flag_restart(&self, id: &str) {
+        if let Ok(mut restart) = self.restart.lock() {
+            restart.insert(id.to_owned());
         }
     }
 
@@ -174,6 +194,8 @@ impl Gateway {
             return Ok(answer::revoked(&api_name, id));
         }
 
+        // Held until the call has answered: an idle stop never meets it.
+        let _busy = extension.as_deref().map(|id| self.idle.enter(id));
         if let Some(id) = &extension
             && let Err(e) = self.restart_if_gone(id).await
         {
@@ -242,12 +264,7 @@ impl Gateway {
     /// Reloads `id` (a fresh process) when its backend died, once, however
     /// many calls arrive together.
     async fn restart_if_gone(&self, id: &str) -> Result<(), exthost::host::HostError> {
-        let gate = {
-            let Ok(mut gates) = self.gates.lock() else {
-                return Ok(());
-            };
-            gates.entry(id.to_owned()).or_default().clone()
-        };
+        let gate = self.gate(id);
         let _held = gate.lock().await;
         let flagged = self
             .restart
@@ -293,12 +310,19 @@ impl Gateway {
 
 /// Sends `notifications/tools/list_changed` whenever what `tools/list`
 /// shows changes (a backend's `list_changed` reload, a reload after a
-/// crash, shutdown), until the host or the client is gone.
+/// crash, the folder's change, shutdown), until the host or the client is
+/// gone.
 pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer>) {
     let (host, shape) = (&gateway.host, &gateway.shape);
     let mut changes = host.tool_changes();
+    let mut folder = shape.changes();
     let mut last = listing::fingerprint(&host.tools(), shape);
-    while changes.changed().await {
+    loop {
+        // A publication of the host, or a change of the folder (`watch.rs`).
+        tokio::select! {
+            alive = changes.changed() => if !alive { return },
+            changed = folder.changed() => if changed.is_err() { return },
+        }
         let now = listing::fingerprint(&host.tools(), shape);
         if now != last {
             last = now;

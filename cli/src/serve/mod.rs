@@ -7,11 +7,13 @@
 mod answer;
 mod catalog;
 mod gateway;
+mod idle;
 mod listing;
 mod log;
 mod server;
 mod shape;
 mod transport;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -74,6 +76,11 @@ pub(crate) struct ServeArgs {
     /// (repeatable); a hidden tool is not listed and not callable.
     #[arg(long, value_name = "PATTERN")]
     deny: Vec<String>,
+    /// Stop a process extension's backend after this many seconds without
+    /// a call (its manifest's `runtime.idleTimeoutMs` wins); its next call
+    /// starts it again, checked against the lock. Default: never.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    idle_stop: Option<u64>,
 }
 
 pub(crate) fn run(
@@ -170,6 +177,18 @@ pub(crate) fn run(
     Ok(code)
 }
 
+/// Aborts the session's background tasks (the idle stop, the folder
+/// watch) when the session ends, however it ends.
+struct AbortOnDrop<const N: usize>([tokio::task::JoinHandle<()>; N]);
+
+impl<const N: usize> Drop for AbortOnDrop<N> {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// What ended the session.
 enum End {
     Input,
@@ -223,6 +242,15 @@ async fn serve(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(gateway.clone());
         let watcher = gateway.clone();
+        let idle_stop = args.idle_stop.map(Duration::from_secs);
+        let background = [
+            tokio::spawn(idle::watch(gateway.clone(), idle_stop)),
+            tokio::spawn(watch::watch(
+                gateway.clone(),
+                std::path::absolute(&args.dir).unwrap_or_else(|_| args.dir.clone()),
+            )),
+        ];
+        let _background = AbortOnDrop(background);
         let transport = LineTransport::new(
             tokio::io::stdin(),
             tokio::io::stdout(),

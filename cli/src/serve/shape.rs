@@ -14,11 +14,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+use std::time::Duration;
 
 use exthost::host::{ManifestDiscovery, ToolInfo};
 use exthost::manifest::{
-    ExposeRules, FIELD_MISMATCH_REASON_CODES, MANIFEST_FILE_NAME, Manifest, load_manifest_file,
-    match_tool_fields, split_runtime_tool_name,
+    ExposeRules, FIELD_MISMATCH_REASON_CODES, MANIFEST_FILE_NAME, Manifest, Runtime,
+    load_manifest_file, match_tool_fields, split_runtime_tool_name,
 };
 use exthost::process::ProcessMonitor;
 use serde_json::Value;
@@ -28,14 +30,21 @@ use serde_json::Value;
 struct Extension {
     manifest: Option<Manifest>,
     monitor: Option<ProcessMonitor>,
+    /// Its manifest was removed from the folder while serving: nothing of
+    /// it is shown or callable, and its backend stops (`watch.rs`).
+    removed: bool,
 }
 
 /// The extensions' manifests and monitors, and the command line's rules.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shape {
-    extensions: HashMap<String, Extension>,
+    /// Changed while serving when the folder changes (`watch.rs`).
+    extensions: RwLock<HashMap<String, Extension>>,
     /// `--allow` and `--deny`, over API names.
     rules: ExposeRules,
+    /// Counts the changes of what the shape shows, for the `list_changed`
+    /// forwarder.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// Why a tool is hidden: by its manifest or by the command line, and the
@@ -50,11 +59,15 @@ impl Hidden {
     /// In words, for an error message.
     pub(crate) fn describe(&self) -> String {
         match (self.by, self.pattern.as_str()) {
+            (REMOVED, _) => "its manifest was removed from the served folder".to_owned(),
             (by, "") => format!("no pattern of {by} allows it"),
             (by, pattern) => format!("{by} hides it with the pattern {pattern:?}"),
         }
     }
 }
+
+/// [`Hidden::by`] of a tool whose manifest was removed while serving.
+pub(crate) const REMOVED: &str = "removed";
 
 impl Shape {
     /// Reads the manifest of every discovered extension in `dir` (one
@@ -70,6 +83,7 @@ impl Shape {
                     Extension {
                         manifest: None,
                         monitor: d.process(),
+                        removed: false,
                     },
                 )
             })
@@ -90,7 +104,101 @@ impl Shape {
                 extension.manifest = Some(manifest);
             }
         }
-        Self { extensions, rules }
+        Self {
+            extensions: RwLock::new(extensions),
+            rules,
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, Extension>> {
+        self.extensions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the extensions under the write lock, then tells the
+    /// `list_changed` forwarder.
+    fn change<T>(&self, f: impl FnOnce(&mut HashMap<String, Extension>) -> T) -> T {
+        let out = f(&mut self
+            .extensions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner));
+        self.changes.send_modify(|n| *n += 1);
+        out
+    }
+
+    /// A receiver that sees every change of the shape.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The manifest `serve` presents extension `id` with, and whether it
+    /// was removed.
+    pub(crate) fn manifest(&self, id: &str) -> Option<(Manifest, bool)> {
+        let extensions = self.read();
+        let e = extensions.get(id)?;
+        Some((e.manifest.clone()?, e.removed))
+    }
+
+    /// Presents a manifest: a new extension's (with its monitor), or a new
+    /// manifest of a known one whose tools and runtime the host already
+    /// holds (its `expose` rules or idle timeout changed), or a removed
+    /// one back.
+    pub(crate) fn present(&self, manifest: Manifest, monitor: Option<ProcessMonitor>) {
+        self.change(|extensions| {
+            let e = extensions.entry(manifest.id().to_owned()).or_default();
+            e.manifest = Some(manifest);
+            e.removed = false;
+            if monitor.is_some() {
+                e.monitor = monitor;
+            }
+        });
+    }
+
+    /// Hides extension `id`, whose manifest was removed.
+    pub(crate) fn remove(&self, id: &str) {
+        self.change(|extensions| {
+            if let Some(e) = extensions.get_mut(id) {
+                e.removed = true;
+            }
+        });
+    }
+
+    /// Forgets extension `id` (a new one the host refused).
+    pub(crate) fn forget(&self, id: &str) {
+        self.change(|extensions| extensions.remove(id));
+    }
+
+    /// The process extensions that stop when idle, with their timeouts: a
+    /// removed one at once, others after their manifest's `idleTimeoutMs`,
+    /// or else `default` (`serve --idle-stop`).
+    pub(crate) fn idle_backends(&self, default: Option<Duration>) -> Vec<super::idle::IdleBackend> {
+        self.read()
+            .iter()
+            .filter_map(|(id, e)| {
+                let Runtime::Process(runtime) = e.manifest.as_ref()?.runtime() else {
+                    return None;
+                };
+                let timeout = if e.removed {
+                    Duration::ZERO
+                } else {
+                    runtime
+                        .idle_timeout_ms()
+                        .map(Duration::from_millis)
+                        .or(default)?
+                };
+                Some(super::idle::IdleBackend {
+                    id: id.clone(),
+                    timeout,
+                    grace: runtime.shutdown_timeout_ms().map_or(
+                        exthost::process::DEFAULT_SHUTDOWN_GRACE,
+                        Duration::from_millis,
+                    ),
+                    monitor: e.monitor.clone()?,
+                })
+            })
+            .collect()
     }
 
     /// The tool as MCP lists it under its API name: the declared tool's
@@ -98,8 +206,9 @@ impl Shape {
     /// listing; the name, description and input schema are the host's.
     pub(crate) fn whole_tool(&self, info: &ToolInfo<'_>) -> Value {
         let mut tool = serde_json::Map::new();
+        let extensions = self.read();
         if let Some((extension, name)) = split_runtime_tool_name(info.name)
-            && let Some(e) = self.extensions.get(extension)
+            && let Some(e) = extensions.get(extension)
         {
             let declared = e
                 .manifest
@@ -133,11 +242,17 @@ impl Shape {
 
     /// Why the tool is hidden, or `None` when it is shown.
     pub(crate) fn hidden(&self, info: &ToolInfo<'_>) -> Option<Hidden> {
-        if let Some((extension, name)) = split_runtime_tool_name(info.name)
-            && let Some(manifest) = self
-                .extensions
-                .get(extension)
-                .and_then(|e| e.manifest.as_ref())
+        let extensions = self.read();
+        let owner = split_runtime_tool_name(info.name)
+            .and_then(|(extension, name)| Some((extensions.get(extension)?, name)));
+        if owner.is_some_and(|(e, _)| e.removed) {
+            return Some(Hidden {
+                by: REMOVED,
+                pattern: String::new(),
+            });
+        }
+        if let Some((e, name)) = owner
+            && let Some(manifest) = e.manifest.as_ref()
             && let Some((list, pattern)) = manifest.expose().hidden_by(name)
         {
             return Some(Hidden {
@@ -173,7 +288,8 @@ impl Shape {
         if !FIELD_MISMATCH_REASON_CODES.contains(&cause) {
             return None;
         }
-        let e = self.extensions.get(extension)?;
+        let extensions = self.read();
+        let e = extensions.get(extension)?;
         let listed = e.monitor.as_ref()?.listed_tools();
         match_tool_fields(e.manifest.as_ref()?.declared_tools(), &listed)
             .err()

@@ -79,6 +79,51 @@ pub fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> 
     file
 }
 
+/// Tools named `names`, each described "The <name> tool." with an object
+/// input schema.
+pub fn named_tools(names: &[&str]) -> Vec<Value> {
+    names
+        .iter()
+        .map(|name| {
+            json!({"name": name, "description": format!("The {name} tool."),
+                   "inputSchema": {"type": "object"}})
+        })
+        .collect()
+}
+
+/// The text of a call's first content block, or the whole answer when it
+/// is not a successful result.
+pub fn called(answer: &Value) -> String {
+    match answer["result"]["content"][0]["text"].as_str() {
+        Some(text) if answer["result"]["isError"] != json!(true) => text.to_owned(),
+        _ => answer.to_string(),
+    }
+}
+
+/// A folder for `serve`'s log and the path of the log in it.
+pub fn log_file() -> (tempfile::TempDir, PathBuf) {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("serve.log");
+    (logs, log)
+}
+
+/// Polls the log until `needle` occurs at least `count` times (at most
+/// [`BOUND`]); returns the log.
+pub fn wait_for_log(log: &Path, needle: &str, count: usize) -> String {
+    let deadline = std::time::Instant::now() + BOUND;
+    loop {
+        let text = fs::read_to_string(log).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{needle:?} did not appear {count} time(s) in the log:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Changes what the server of the manifest `file` lists.
 pub fn set_tools(file: &Path, tools: &[Value]) {
     fs::write(
@@ -95,9 +140,18 @@ pub struct Serve {
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     next_id: u64,
+    /// Notifications read while waiting for answers, not taken yet.
+    notifications: Vec<Value>,
+    /// Answers read while waiting for another one.
+    answers: Vec<Value>,
 }
 
 impl Serve {
+    /// The pid of the `serve` process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(dir: &Path, args: &[&str]) -> Self {
         let bin = assert_cmd::cargo::cargo_bin("exthost");
         let mut child = std::process::Command::new(bin)
@@ -128,6 +182,8 @@ impl Serve {
             stdin,
             lines,
             next_id: 0,
+            notifications: Vec::new(),
+            answers: Vec::new(),
         };
         serve.request(
             "initialize",
@@ -146,9 +202,24 @@ impl Serve {
 
     /// The whole answer (`result` or `error`) to one request.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.answer(id)
+    }
+
+    /// Sends a request without waiting for its answer; returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The answer to request `id` sent earlier with [`Serve::send_request`]
+    /// (answers of other requests read meanwhile are kept for them).
+    pub fn answer(&mut self, id: u64) -> Value {
+        if let Some(at) = self.answers.iter().position(|a| a["id"] == json!(id)) {
+            return self.answers.remove(at);
+        }
         loop {
             let message = self
                 .lines
@@ -156,6 +227,31 @@ impl Serve {
                 .expect("serve answers within the bound");
             if message.get("id") == Some(&json!(id)) {
                 return message;
+            }
+            if message.get("id").is_none() {
+                self.notifications.push(message);
+            } else {
+                self.answers.push(message);
+            }
+        }
+    }
+
+    /// Takes every notification `method` read so far, and those that
+    /// arrive while waiting (at most `wait`) for at least one.
+    pub fn take_notifications(&mut self, method: &str, wait: Duration) -> usize {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let before = self.notifications.len();
+            self.notifications.retain(|n| n["method"] != method);
+            let taken = before - self.notifications.len();
+            if taken > 0 {
+                return taken;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(message) if message.get("id").is_none() => self.notifications.push(message),
+                Ok(message) => self.answers.push(message),
+                Err(_) => return 0,
             }
         }
     }

@@ -1,0 +1,221 @@
+//! Idle backends stop: a process extension whose manifest sets
+//! `runtime.idleTimeoutMs` (or, without it, `serve --idle-stop SECONDS`)
+//! and that had no call in flight for that long has its child stopped
+//! through the shutdown ladder of its disposal (P-3); its next call
+//! restarts it through reload (H-12), which starts a fresh child and checks
+//! its tools against the lock again (M-5), the same path as a backend that
+//! crashed.
+//!
+//! Why in `serve` and not in the host: the host core has four operations
+//! (activate, emit, reload, dispose) and none returns one active extension
+//! to dormant, so the host cannot decide an idle stop without a new core
+//! operation checked by the model. What `serve` does instead uses only the
+//! library's public parts ([`exthost::process::ProcessMonitor::stop_child`]
+//! and [`exthost::host::ExtensionHost::reload`]), so an embedding program
+//! can do the same.
+//!
+//! No call ever meets a stopping backend: each call holds a [`Busy`] guard
+//! of its extension from before it passes the extension's gate (the one
+//! the restart takes) until it has answered, and the stop happens under
+//! that gate and only when no guard is held. A call that came first is
+//! served by the running child, which is then not stopped; a call that
+//! comes during the stop waits at the gate and starts a fresh child.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use exthost::core::Status;
+
+use super::gateway::Gateway;
+
+/// The shortest pause between two looks at the backends.
+const MIN_PERIOD: Duration = Duration::from_millis(50);
+/// The longest.
+const MAX_PERIOD: Duration = Duration::from_secs(1);
+
+/// How each extension's backend is used: calls in flight and the end of
+/// the last one.
+#[derive(Debug, Default)]
+pub(crate) struct Idle {
+    uses: Mutex<HashMap<String, Use>>,
+}
+
+#[derive(Debug, Default)]
+struct Use {
+    in_flight: usize,
+    /// Since when nothing was in flight (the end of the last call, or when
+    /// the backend was first seen active).
+    since: Option<Instant>,
+    /// Stopped, and not called since.
+    stopped: bool,
+}
+
+/// One call in flight on an extension's backend; dropping it ends it.
+pub(crate) struct Busy {
+    idle: Arc<Idle>,
+    id: String,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut uses = self
+            .idle
+            .uses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(u) = uses.get_mut(&self.id) {
+            u.in_flight = u.in_flight.saturating_sub(1);
+            u.since = Some(Instant::now());
+        }
+    }
+}
+
+impl Idle {
+    /// A call of extension `id` begins.
+    pub(crate) fn enter(self: &Arc<Self>, id: &str) -> Busy {
+        let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        let u = uses.entry(id.to_owned()).or_default();
+        u.in_flight += 1;
+        u.stopped = false;
+        Busy {
+            idle: self.clone(),
+            id: id.to_owned(),
+        }
+    }
+
+    /// Whether `id` has had nothing in flight for `timeout` at `now` (the
+    /// clock starts the first time it is asked) and was not stopped since
+    /// its last call. With `claim`, a `true` also marks it stopped.
+    fn due(&self, id: &str, timeout: Duration, now: Instant, claim: bool) -> bool {
+        let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        let u = uses.entry(id.to_owned()).or_default();
+        if u.stopped || u.in_flight > 0 {
+            return false;
+        }
+        let since = *u.since.get_or_insert(now);
+        let due = now.saturating_duration_since(since) >= timeout;
+        if due && claim {
+            u.stopped = true;
+        }
+        due
+    }
+
+    /// `id` is not active: its idle clock starts again when it is.
+    fn forget(&self, id: &str) {
+        let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        if uses.get(id).is_some_and(|u| u.in_flight == 0) {
+            uses.remove(id);
+        }
+    }
+}
+
+/// The pause between two looks: a quarter of the shortest idle timeout,
+/// within [`MIN_PERIOD`] and [`MAX_PERIOD`].
+fn period(shortest: Option<Duration>) -> Duration {
+    shortest.map_or(MAX_PERIOD, |t| (t / 4).clamp(MIN_PERIOD, MAX_PERIOD))
+}
+
+/// Stops idle backends until the session ends (the caller aborts it).
+/// `default` is `serve --idle-stop`.
+pub(crate) async fn watch(gateway: Gateway, default: Option<Duration>) {
+    loop {
+        let backends = gateway.shape.idle_backends(default);
+        tokio::time::sleep(period(backends.iter().map(|b| b.timeout).min())).await;
+        for backend in backends {
+            if gateway.host.status(&backend.id) != Some(Status::Active) {
+                gateway.idle.forget(&backend.id);
+                continue;
+            }
+            if gateway
+                .idle
+                .due(&backend.id, backend.timeout, Instant::now(), false)
+            {
+                gateway.stop_idle(&backend).await;
+            }
+        }
+    }
+}
+
+/// One process extension that may be stopped when idle.
+pub(crate) struct IdleBackend {
+    pub(crate) id: String,
+    pub(crate) timeout: Duration,
+    /// Each wait of its shutdown ladder (`shutdownTimeoutMs`).
+    pub(crate) grace: Duration,
+    pub(crate) monitor: exthost::process::ProcessMonitor,
+}
+
+impl Gateway {
+    /// Stops `backend`'s child if it is still idle once its gate is held,
+    /// and flags it so its next call restarts it through reload.
+    async fn stop_idle(&self, backend: &IdleBackend) {
+        let gate = self.gate(&backend.id);
+        let _held = gate.lock().await;
+        if self.host.status(&backend.id) != Some(Status::Active)
+            || !self
+                .idle
+                .due(&backend.id, backend.timeout, Instant::now(), true)
+        {
+            return;
+        }
+        self.flag_restart(&backend.id);
+        let pid = backend.monitor.pid();
+        if let Some(outcome) = backend.monitor.stop_child(backend.grace).await {
+            self.log.line(&format!(
+                "stopped extension {:?} (pid {}) after {} ms without a call ({}); its next call starts it again",
+                backend.id,
+                pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string()),
+                backend.timeout.as_millis(),
+                outcome_words(outcome),
+            ));
+        }
+    }
+}
+
+fn outcome_words(outcome: exthost::process::ShutdownOutcome) -> &'static str {
+    use exthost::process::ShutdownOutcome as O;
+    match outcome {
+        O::ExitedOnClose => "it exited when its stdin closed",
+        O::Terminated => "it exited on SIGTERM",
+        O::Killed => "it was killed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_in_flight_is_never_idle() {
+        let idle = Arc::new(Idle::default());
+        let start = Instant::now();
+        let busy = idle.enter("a");
+        let later = start + Duration::from_secs(10);
+        assert!(!idle.due("a", Duration::from_millis(1), later, true));
+        drop(busy);
+        assert!(!idle.due("a", Duration::from_secs(5), Instant::now(), true));
+        let much_later = Instant::now() + Duration::from_secs(6);
+        assert!(idle.due("a", Duration::from_secs(5), much_later, true));
+        // Claimed: not due again until the next call.
+        assert!(!idle.due("a", Duration::from_secs(5), much_later, true));
+        drop(idle.enter("a"));
+        assert!(idle.due(
+            "a",
+            Duration::from_secs(5),
+            Instant::now() + Duration::from_secs(6),
+            false
+        ));
+    }
+
+    #[test]
+    fn the_period_is_a_quarter_of_the_shortest_timeout_within_bounds() {
+        assert_eq!(period(None), MAX_PERIOD);
+        assert_eq!(period(Some(Duration::from_millis(1))), MIN_PERIOD);
+        assert_eq!(
+            period(Some(Duration::from_millis(800))),
+            Duration::from_millis(200)
+        );
+        assert_eq!(period(Some(Duration::from_secs(60))), MAX_PERIOD);
+    }
+}
