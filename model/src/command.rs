@@ -4,7 +4,7 @@
 //! model crate's layers: it uses `run`, and nothing below uses it.
 
 use crate::mutants::MutantCase;
-use crate::run::{CheckArgs, Progress, bounds_text, closing_line, run_plan, whole};
+use crate::run::{CheckArgs, Progress, bounds_text, closing_line, try_run_plan, whole};
 
 /// The `check` command of both command lines: runs the plan `args`
 /// describe and writes its report (text, or JSON with `--json`) to `out`;
@@ -18,6 +18,12 @@ pub fn check_command(
 ) -> Result<bool, String> {
     let plan = args.plan()?;
     let io = |e: std::io::Error| e.to_string();
+    if !plan.reports() {
+        // A process of a multi-process search other than process 0: it
+        // searches its share and process 0 prints the one report.
+        try_run_plan(&plan, &mut |_| {}, progress)?;
+        return Ok(true);
+    }
     if !args.json {
         let core = plan
             .searches
@@ -39,7 +45,8 @@ pub fn check_command(
         .map_err(io)?;
         out.flush().map_err(io)?;
     }
-    let report = run_plan(&plan, &mut |_| {}, progress);
+    let report =
+        try_run_plan(&plan, &mut |_| {}, progress)?.ok_or("the report is printed by process 0")?;
     let ok = report.ok();
     if args.json {
         let text =

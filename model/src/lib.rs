@@ -27,6 +27,7 @@
 pub mod action;
 pub mod canonical;
 pub mod command;
+pub mod distributed;
 pub mod meaning;
 pub mod model;
 pub mod mutants;

@@ -23,8 +23,8 @@ pub use args::{
 };
 pub use parts::{CheckReport, JSON_SCHEMA_VERSION, MemberSummary, Part};
 pub use report::{
-    Progress, Report, Step, Verdict, bounds_lines, bounds_text, progress_line, steps, text,
-    text_verdicts, totals_text,
+    Distribution, Progress, Report, Step, Verdict, bounds_lines, bounds_text, progress_line, steps,
+    text, text_verdicts, totals_text,
 };
 
 /// The JSON and text forms of a whole check's report ([`CheckReport`]).
@@ -71,6 +71,7 @@ fn finish<C: Checker<HostModel>>(
         seconds,
         complete,
         properties: verdicts(checker.model(), &checker.discoveries(), complete),
+        distribution: None,
     }
 }
 
@@ -198,6 +199,7 @@ pub fn swarm(
         seconds,
         complete,
         properties: verdicts(&model, &result.discoveries, complete),
+        distribution: None,
     };
     progress(Progress {
         states: report.states,
@@ -208,8 +210,94 @@ pub fn swarm(
     (report, members)
 }
 
+/// Runs a distributed search (`crate::distributed`) on `cluster`.
+/// Returns its report on the process that reports (process 0), `None` on
+/// the others, or why timely could not run.
+fn distributed(
+    options: &Options,
+    cluster: &crate::distributed::Cluster,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<Report>, String> {
+    use crate::distributed::{Setup, StopWhen};
+    let mut model = HostModel::with_mutant(options.bounds.clone(), options.mutant);
+    if !options.extension_symmetry {
+        model = model.without_extension_symmetry();
+    }
+    let setup = Setup {
+        cluster: cluster.clone(),
+        max_depth: options.max_depth,
+        stop: match &options.stop {
+            Stop::Never => StopWhen::Never,
+            Stop::FirstFailure => StopWhen::AnyFailure,
+            Stop::AllOf(names) => StopWhen::AllOf(names.iter().copied().collect()),
+        },
+    };
+    let start = Instant::now();
+    let outcome = crate::distributed::run(&model, &setup, &mut |live, seconds| {
+        use std::sync::atomic::Ordering::Relaxed;
+        progress(Progress {
+            states: live.states.load(Relaxed) as usize,
+            unique_states: live.unique_states.load(Relaxed) as usize,
+            max_depth: live.max_depth.load(Relaxed) as usize,
+            seconds,
+        });
+    })?;
+    let Some(outcome) = outcome else {
+        return Ok(None);
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let unique = outcome.shares.iter().map(|s| s.unique_states);
+    let (least, most) = (unique.clone().min().unwrap_or(0), unique.max().unwrap_or(0));
+    Ok(Some(Report {
+        bounds: options.bounds.clone(),
+        mutant: options.mutant.map(|m| MutantCase::of(m).name.to_owned()),
+        strategy: Strategy::Bfs,
+        extension_symmetry: model.pair.is_some(),
+        threads: outcome.shares.len(),
+        states: outcome.states,
+        unique_states: outcome.unique_states,
+        max_depth: outcome.max_depth,
+        seconds,
+        complete: outcome.complete,
+        properties: verdicts(&model, &outcome.discoveries, outcome.complete),
+        distribution: Some(Distribution {
+            workers: outcome.shares.len(),
+            processes: outcome.processes,
+            share_ratio: if least == 0 {
+                f64::INFINITY
+            } else {
+                most as f64 / least as f64
+            },
+            sent_away: outcome.shares.iter().map(|s| s.sent_away).sum(),
+            bytes_per_state: outcome.bytes_per_state(),
+            busy_seconds: outcome.shares.iter().map(|s| s.busy_seconds).sum(),
+            shares: outcome.shares,
+        }),
+    }))
+}
+
 /// Runs a check to its end, calling `progress` every two seconds.
+///
+/// # Panics
+///
+/// For a distributed search that timely cannot start, or whose report
+/// another process prints: [`try_check`] returns those.
 pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
+    try_check(options, progress)
+        .expect("the distributed search runs")
+        .expect("this process reports")
+}
+
+/// Runs a check to its end, calling `progress` every two seconds;
+/// `None` on a process of a distributed search that does not report, or
+/// why timely could not run.
+pub fn try_check(
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<Report>, String> {
+    if let Some(cluster) = &options.cluster {
+        return distributed(options, cluster, progress);
+    }
     let mut model = HostModel::with_mutant(options.bounds.clone(), options.mutant);
     if !options.extension_symmetry {
         model = model.without_extension_symmetry();
@@ -226,7 +314,7 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
         Stop::AllOf(names) => HasDiscoveries::AllOf(names.clone()),
     });
     let start = Instant::now();
-    match options.strategy {
+    Ok(Some(match options.strategy {
         Strategy::Bfs => finish(builder.spawn_bfs(), options, start, progress),
         Strategy::Dfs => finish(builder.spawn_dfs(), options, start, progress),
         Strategy::Swarm => {
@@ -238,18 +326,36 @@ pub fn check(options: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
             )
             .0
         }
-    }
+    }))
 }
 
 /// Runs a plan: its exhaustive searches in order, then its swarm. With
 /// `--fail-fast` (`Stop::FirstFailure`), a search with a counterexample
 /// ends the plan. `announce` is called with each part's name before it
 /// runs; `progress` as it runs.
+///
+/// # Panics
+///
+/// For a distributed plan that timely cannot start, or whose report
+/// another process prints: [`try_run_plan`] returns those.
 pub fn run_plan(
     plan: &Plan,
     announce: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(Progress),
 ) -> CheckReport {
+    try_run_plan(plan, announce, progress)
+        .expect("the distributed search runs")
+        .expect("this process reports")
+}
+
+/// [`run_plan`], returning `None` on a process of a distributed search
+/// that does not report (it searched its share), or why timely could not
+/// run.
+pub fn try_run_plan(
+    plan: &Plan,
+    announce: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<CheckReport>, String> {
     let start = Instant::now();
     let mut parts = Vec::new();
     let features = |b: &crate::scenario::Bounds| {
@@ -261,7 +367,11 @@ pub fn run_plan(
     let violated = |r: &Report| r.properties.iter().any(|v| v.result == "violated");
     for search in &plan.searches {
         announce(&search.name);
-        let report = check(&search.options, progress);
+        let Some(report) = try_check(&search.options, progress)? else {
+            // Another process reports; this one goes on with the plan's
+            // next search, which every process runs in the same order.
+            continue;
+        };
         let stop = search.options.stop == Stop::FirstFailure && violated(&report);
         parts.push(Part {
             name: search.name.clone(),
@@ -271,12 +381,12 @@ pub fn run_plan(
             report,
         });
         if stop {
-            return CheckReport {
+            return Ok(Some(CheckReport {
                 title: plan.title.clone(),
                 parts,
                 seconds: start.elapsed().as_secs_f64(),
                 whole: plan.whole,
-            };
+            }));
         }
     }
     if let Some(s) = &plan.swarm {
@@ -298,12 +408,15 @@ pub fn run_plan(
             report,
         });
     }
-    CheckReport {
+    if !plan.reports() {
+        return Ok(None);
+    }
+    Ok(Some(CheckReport {
         title: plan.title.clone(),
         parts,
         seconds: start.elapsed().as_secs_f64(),
         whole: plan.whole,
-    }
+    }))
 }
 
 /// The last line of a text report: whether every property got its

@@ -1,13 +1,16 @@
 //! What to check and how: the options of one check and the command-line
 //! arguments both command lines share.
 //!
-//! Architecture invariant: builds on `crate::scenario`, `crate::plan` and
-//! `crate::mutants` only; never on the rest of `run`.
+//! Architecture invariant: builds on `crate::scenario`, `crate::plan`,
+//! `crate::mutants` and `crate::distributed`'s [`Cluster`] only; never on
+//! the rest of `run`.
 
 use std::collections::BTreeSet;
 
 use exthost_core::Mutant;
 use serde::Serialize;
+
+use crate::distributed::Cluster;
 
 use crate::mutants::MutantCase;
 use crate::scenario::Bounds;
@@ -46,6 +49,10 @@ pub struct Options {
     /// extensions (`crate::symmetry`); on unless switched off to measure
     /// what it saves.
     pub extension_symmetry: bool,
+    /// Run the search distributed over timely workers
+    /// (`crate::distributed`): breadth first, each state owned by one
+    /// worker. `None`: stateright's checker on [`Options::threads`].
+    pub cluster: Option<Cluster>,
 }
 
 /// When a check may stop early.
@@ -71,6 +78,7 @@ impl Options {
             max_depth: None,
             stop: Stop::Never,
             extension_symmetry: true,
+            cluster: None,
         }
     }
 }
@@ -307,6 +315,25 @@ pub struct CheckArgs {
     /// cannot talk to each other search N different corners.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["max_depth", "bfs"])]
     pub swarm: Option<String>,
+    /// Run the exhaustive search distributed over N timely workers
+    /// (threads) in this process, each owning the states whose
+    /// fingerprint modulo the workers is its index; with --hosts, N
+    /// workers in each process. Breadth first.
+    #[arg(long, value_name = "N", conflicts_with_all = ["swarm", "threads"])]
+    pub workers: Option<usize>,
+    /// timely's host file (one host:port a line, in process order): run
+    /// the exhaustive search as process --process of a multi-process
+    /// search. Process 0 prints the report.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "process",
+        conflicts_with_all = ["swarm", "threads"]
+    )]
+    pub hosts: Option<std::path::PathBuf>,
+    /// This process's index in the --hosts file (from 0).
+    #[arg(long, value_name = "I", requires = "hosts")]
+    pub process: Option<usize>,
 }
 
 /// A seed in decimal or, with `0x`, hexadecimal.
@@ -367,6 +394,25 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// False on the processes of a multi-process search other than
+    /// process 0: they search their share and print nothing.
+    pub fn reports(&self) -> bool {
+        self.searches
+            .iter()
+            .filter_map(|s| s.options.cluster.as_ref())
+            .all(Cluster::reports)
+    }
+
+    /// The same plan with every exhaustive search distributed over
+    /// `cluster` (breadth first, `crate::distributed`).
+    pub fn distributed(mut self, cluster: &Cluster) -> Self {
+        for s in &mut self.searches {
+            s.options.strategy = Strategy::Bfs;
+            s.options.cluster = Some(cluster.clone());
+        }
+        self
+    }
+
     /// The plan that runs `case` against the part of the default check
     /// that must catch it ([`MutantCase::caught_in`]), breadth first where
     /// it is a search (shortest counterexamples), stopping once every
@@ -472,6 +518,35 @@ pub fn threads(n: Option<usize>) -> usize {
 }
 
 impl CheckArgs {
+    /// The cluster `--workers`, `--hosts` and `--process` describe (the
+    /// host file read), `None` without them, or why they are unusable.
+    pub fn cluster(&self) -> Result<Option<Cluster>, String> {
+        if self.workers.is_none() && self.hosts.is_none() {
+            return Ok(None);
+        }
+        let workers = self.workers.unwrap_or(1);
+        if workers == 0 {
+            return Err("--workers must be at least 1".into());
+        }
+        let hosts = match (&self.hosts, self.process) {
+            (Some(file), Some(process)) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| format!("cannot read the host file {}: {e}", file.display()))?;
+                let hosts = crate::distributed::read_hosts(&text)?;
+                if process >= hosts.len() {
+                    return Err(format!(
+                        "--process {process} is not below the {} host(s) of {}",
+                        hosts.len(),
+                        file.display()
+                    ));
+                }
+                Some((hosts, process))
+            }
+            _ => None,
+        };
+        Ok(Some(Cluster { workers, hosts }))
+    }
+
     /// The plan these arguments ask for: with no preset and no bound, the
     /// default check ([`Plan::default_check`]); with `--swarm I/N`, shard
     /// I of a swarm over the full bounds; otherwise the one exhaustive
@@ -515,7 +590,16 @@ impl CheckArgs {
                 whole: false,
             });
         }
+        let cluster = self.cluster()?;
         if self.bounds.is_default() {
+            if cluster.is_some() && self.part.is_none() {
+                return Err(
+                    "--workers and --hosts distribute one exhaustive search: give a preset \
+                     (--full, --base, --ci or --lifecycle) or --part NAME (a search of the \
+                     default check)"
+                        .into(),
+                );
+            }
             if (self.bfs && self.part.is_none()) || self.max_depth.is_some() {
                 return Err(
                     "--bfs and --max-depth apply to one search: give a preset (--full, --base, \
@@ -533,10 +617,18 @@ impl CheckArgs {
             }
             if let Some(part) = &self.part {
                 plan = plan.only(part)?;
-                if self.bfs {
+                if self.bfs || cluster.is_some() {
                     for s in &mut plan.searches {
                         s.options.strategy = Strategy::Bfs;
+                        s.options.cluster.clone_from(&cluster);
                     }
+                }
+                if cluster.is_some() && plan.swarm.is_some() {
+                    return Err(
+                        "--workers and --hosts distribute an exhaustive search, not the \
+                                swarm"
+                            .into(),
+                    );
                 }
             }
             return Ok(plan);
@@ -577,6 +669,10 @@ impl CheckArgs {
             options.stop = Stop::FirstFailure;
         }
         options.extension_symmetry = !self.no_extension_symmetry;
+        options.cluster = self.cluster()?;
+        if options.cluster.is_some() {
+            options.strategy = Strategy::Bfs;
+        }
         Ok(options)
     }
 }

@@ -231,6 +231,7 @@ pub fn json(report: &CheckReport) -> Value {
                     "max_depth": r.max_depth,
                     "seconds": r.seconds,
                 },
+                "distributed": r.distribution,
                 "ok": r.properties.iter().all(|v| v.result != "violated"),
             })
         })

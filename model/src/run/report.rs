@@ -86,6 +86,30 @@ pub struct Report {
     pub complete: bool,
     /// Every property's verdict.
     pub properties: Vec<Verdict>,
+    /// For a distributed search: its workers and each one's share.
+    pub distribution: Option<Distribution>,
+}
+
+/// How a distributed search (`crate::distributed`) divided its work.
+#[derive(Debug, Clone, Serialize)]
+pub struct Distribution {
+    /// Workers in all processes.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Each worker's share, in worker order.
+    pub shares: Vec<crate::distributed::WorkerShare>,
+    /// The largest share of distinct states over the smallest (1.0 when
+    /// the owners hold equally many).
+    pub share_ratio: f64,
+    /// Successors sent to another worker than the one that generated
+    /// them.
+    pub sent_away: u64,
+    /// The mean encoded size of a state on the wire, in bytes (sampled:
+    /// one successor in `crate::distributed::SAMPLE_EVERY`).
+    pub bytes_per_state: f64,
+    /// The workers' busy time (expanding and judging states), in seconds.
+    pub busy_seconds: f64,
 }
 
 impl Report {
@@ -144,8 +168,31 @@ pub(super) fn expectation_name(e: &Expectation) -> &'static str {
 }
 
 /// The totals of one search as text: the core it ran and what it
-/// explored.
+/// explored (and, distributed, how it divided the work).
 pub fn totals_text(report: &Report) -> String {
+    let mut text = totals_line(report);
+    if let Some(d) = &report.distribution {
+        text.push_str(&format!(
+            "distributed over {} worker(s) in {} process(es): distinct states per worker {} \
+             (largest over smallest {:.3}); {} successors sent to another worker, {:.0} bytes \
+             a state on the wire; {:.1} s busy in all\n",
+            d.workers,
+            d.processes,
+            d.shares
+                .iter()
+                .map(|s| s.unique_states.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            d.share_ratio,
+            d.sent_away,
+            d.bytes_per_state,
+            d.busy_seconds,
+        ));
+    }
+    text
+}
+
+fn totals_line(report: &Report) -> String {
     format!(
         "core: {}\nstates generated: {}, unique states: {}, max depth: {}, time: {:.1} s ({} thread(s), {}){}\n",
         report
