@@ -2,7 +2,7 @@
 //!
 //! Everything here exists only under `--cfg exthost_loom`, which also switches
 //! exthost's `sync` shim to `loom::sync`, so the suites check the very
-//! [`SerialQueue`](exthost::queue::SerialQueue) and [`Published`](exthost::publication::Published)
+//! `exthost::queue::SerialQueue` and `exthost::publication::Published`
 //! that ship (the two modules are public only under that cfg). Without the
 //! cfg the library is empty and has no tests; the std-build companion of
 //! the drop-outside-the-lock model is a unit test of `src/publication.rs`.
