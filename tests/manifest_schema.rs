@@ -274,6 +274,11 @@ fn text_cases() -> Vec<(&'static str, &'static str, String)> {
             m(&|v| v["deferred"]["tools"][0]["_meta"] = json!("m")),
         ),
         (
+            "invalid_declared_listing",
+            "/deferred/prompts/1/name",
+            m(&|v| v["deferred"]["prompts"] = json!([{"name": "p"}, {"name": "p"}])),
+        ),
+        (
             "invalid_expose_pattern",
             "/expose/allow/0",
             m(&|v| v["expose"] = json!({"allow": ["a/b"]})),

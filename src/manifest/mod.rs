@@ -42,6 +42,7 @@ mod digest;
 mod dormant;
 mod expose;
 mod folder;
+mod listings;
 mod reason;
 mod schema;
 mod validate;
@@ -63,6 +64,9 @@ pub use expose::{
     ExposeRules, MAX_EXPOSE_PATTERN_BYTES, MAX_EXPOSE_PATTERNS, is_valid_pattern, pattern_matches,
 };
 pub use folder::{LoadedManifest, load_manifest_dir, load_manifest_file};
+pub use listings::{
+    LISTING_MISMATCH_REASON_CODES, ListingKind, ListingMismatch, MAX_DECLARED_LISTED, match_listing,
+};
 pub use reason::{ManifestBatchError, ManifestError, ManifestReason, REASON_CODES};
 pub use schema::{
     DeclaredModel, DeclaredProvider, DeclaredTool, Lifecycle, Manifest, Notice, Permission,

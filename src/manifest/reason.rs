@@ -124,6 +124,11 @@ reason_enum! {
     /// A declared tool's `icons` is not an array, or its `_meta` not an
     /// object, or either is over 64 KiB serialised.
     InvalidDeclaredToolMetadata => "invalid_declared_tool_metadata",
+    /// `deferred.prompts`, `deferred.resources` or
+    /// `deferred.resourceTemplates` is not an array of at most 256 objects,
+    /// or an entry lacks its string key (`name`, `uri`, `uriTemplate`),
+    /// repeats another's key, or is over 64 KiB serialised.
+    InvalidDeclaredListing => "invalid_declared_listing",
     /// An `expose.allow` or `expose.deny` pattern is not 1 to 128 bytes of
     /// `[A-Za-z0-9_.-]` and `*`, or a list has more than 256 patterns.
     InvalidExposePattern => "invalid_expose_pattern",

@@ -173,11 +173,17 @@ pub(crate) struct Deferred {
     pub(crate) providers: Vec<DeclaredProvider>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) lifecycle: Option<Lifecycle>,
+    /// `prompts`, `resources` and `resourceTemplates`, when pinned.
+    #[serde(flatten)]
+    pub(crate) listings: super::listings::DeclaredListings,
 }
 
 impl Deferred {
     fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.providers.is_empty() && self.lifecycle.is_none()
+        self.tools.is_empty()
+            && self.providers.is_empty()
+            && self.lifecycle.is_none()
+            && self.listings.is_empty()
     }
 }
 

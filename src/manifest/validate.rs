@@ -598,7 +598,15 @@ const MANIFEST_FIELDS: &[&str] = &[
     "deadlines",
     "expose",
 ];
-const DEFERRED_FIELDS: &[&str] = &["tools", "providers", "lifecycle", "context_providers"];
+const DEFERRED_FIELDS: &[&str] = &[
+    "tools",
+    "providers",
+    "lifecycle",
+    "context_providers",
+    "prompts",
+    "resources",
+    "resourceTemplates",
+];
 const TOOL_FIELDS: &[&str] = &[
     "name",
     "title",
@@ -1091,11 +1099,77 @@ fn decode_deferred(
             }
         }
     };
+    let mut listings = super::listings::DeclaredListings::default();
+    for kind in super::ListingKind::ALL {
+        if let Some(value) = optional(&mut map, kind.key()) {
+            listings.set(kind, decode_listing(kind, value, at.key(kind.key()))?);
+        }
+    }
     Ok(Deferred {
         tools,
         providers,
         lifecycle,
+        listings,
     })
+}
+
+/// A pinned list of prompts, resources or resource templates: at most
+/// [`MAX_DECLARED_LISTED`](super::MAX_DECLARED_LISTED) objects, each with
+/// its string key, unique, and at most 64 KiB in canonical form; each is
+/// kept whole.
+fn decode_listing(
+    kind: super::ListingKind,
+    value: Value,
+    at: Ptr<'_>,
+) -> Result<Vec<Value>, ManifestError> {
+    let reason = R::InvalidDeclaredListing;
+    let items = array(value, at, reason, "a pinned list")?;
+    if items.len() > super::MAX_DECLARED_LISTED {
+        return fail(
+            reason,
+            at,
+            format!(
+                "{} entries; at most {} are allowed",
+                items.len(),
+                super::MAX_DECLARED_LISTED
+            ),
+        );
+    }
+    let mut seen: HashSet<String> = HashSet::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let item_at = at.index(index);
+        if !item.is_object() {
+            return fail(
+                reason,
+                item_at,
+                format!(
+                    "a pinned {} must be an object, found {}",
+                    kind.noun(),
+                    type_name(item)
+                ),
+            );
+        }
+        let Some(id) = kind.id_of(item) else {
+            return fail(
+                reason,
+                item_at.key(kind.id_field()),
+                format!(
+                    "a pinned {} needs a string {:?}",
+                    kind.noun(),
+                    kind.id_field()
+                ),
+            );
+        };
+        if !seen.insert(id.to_owned()) {
+            return fail(
+                reason,
+                item_at.key(kind.id_field()),
+                format!("the {} {} is pinned twice", kind.noun(), quote(id)),
+            );
+        }
+        sized(item.clone(), item_at, reason, "the entry")?;
+    }
+    Ok(items)
 }
 
 fn decode_tools(value: Value, at: Ptr<'_>) -> Result<Vec<DeclaredTool>, ManifestError> {

@@ -6,12 +6,16 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam,
+    ResourceUpdatedNotificationParam,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::bridge::ClientBridge;
 use super::error::{ProcessFault, bounded};
 use super::progress::ProgressRoutes;
 use super::shutdown::{ShutdownOutcome, shutdown_child};
@@ -27,18 +31,69 @@ pub fn client_info() -> ClientConfig {
     )
 }
 
-/// rmcp's client handler: answers with [`client_info`] and turns every
-/// `notifications/tools/list_changed` into a signal for the watcher.
+/// rmcp's client handler: answers with [`client_info`] (offering the
+/// bridge's capabilities, when there is a bridge), turns every
+/// `notifications/tools/list_changed` into a signal for the watcher, and
+/// passes the notifications meant for the client in front of the host to
+/// the bridge.
 #[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
     /// Where the server's progress notifications go.
     pub(crate) progress: ProgressRoutes,
+    /// The client in front of the host, and this extension's id.
+    pub(crate) bridge: Option<(ClientBridge, String)>,
+}
+
+impl Handler {
+    fn to_client(&self, method: &str, params: serde_json::Value) {
+        if let Some((bridge, extension)) = &self.bridge {
+            bridge.notify(extension, method, params);
+        }
+    }
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        client_info()
+        let mut info = client_info();
+        if let Some((bridge, _)) = &self.bridge {
+            info.capabilities = bridge.capabilities();
+        }
+        info
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.to_client(
+            "notifications/resources/updated",
+            serde_json::to_value(params).unwrap_or_default(),
+        );
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.to_client(
+            "notifications/resources/list_changed",
+            serde_json::Value::Null,
+        );
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.to_client(
+            "notifications/prompts/list_changed",
+            serde_json::Value::Null,
+        );
+        std::future::ready(())
     }
 
     fn on_tool_list_changed(

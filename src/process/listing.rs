@@ -16,7 +16,8 @@ use super::error::{ProcessFault, bounded};
 
 /// At most this many pages in one listing.
 pub const MAX_LIST_PAGES: usize = 64;
-/// At most this many tools in one listing.
+/// At most this many tools (or prompts, resources, templates) in one
+/// listing.
 pub const MAX_LISTED_TOOLS: usize = 1024;
 /// At most this many bytes of tools (as JSON) and cursors in one listing.
 pub const MAX_LIST_BYTES: usize = 4 * 1024 * 1024;
@@ -32,36 +33,49 @@ pub(crate) enum ListError {
 
 /// Every page of `tools/list`, within the bounds.
 pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListError> {
+    list_pages("tool", |params| async move {
+        let page = peer.list_tools(Some(params)).await?;
+        Ok((page.tools, page.next_cursor))
+    })
+    .await
+}
+
+/// Every page of one listing (`what` names an entry: `tool`, `prompt`,
+/// ...), within the bounds: `fetch` gets each page's request and answers
+/// its entries and next cursor.
+pub(crate) async fn list_pages<T, F, Fut>(what: &str, mut fetch: F) -> Result<Vec<T>, ListError>
+where
+    T: serde::Serialize,
+    F: FnMut(PaginatedRequestParams) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
     let fault = |why: String| ListError::Fault(ProcessFault::Protocol(why));
-    let mut tools = Vec::new();
+    let mut items: Vec<T> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
     let mut bytes = 0usize;
     for page_number in 1..=MAX_LIST_PAGES {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-        let page = peer
-            .list_tools(Some(params))
-            .await
-            .map_err(ListError::Service)?;
-        for tool in &page.tools {
-            bytes = bytes.saturating_add(serde_json::to_vec(tool).map_or(0, |v| v.len()));
+        let (page, next_cursor) = fetch(params).await.map_err(ListError::Service)?;
+        for item in &page {
+            bytes = bytes.saturating_add(serde_json::to_vec(item).map_or(0, |v| v.len()));
         }
-        tools.extend(page.tools);
-        if tools.len() > MAX_LISTED_TOOLS {
+        items.extend(page);
+        if items.len() > MAX_LISTED_TOOLS {
             return Err(fault(format!(
-                "the tool listing has more than {MAX_LISTED_TOOLS} tools"
+                "the {what} listing has more than {MAX_LISTED_TOOLS} entries"
             )));
         }
-        if let Some(next) = &page.next_cursor {
+        if let Some(next) = &next_cursor {
             bytes = bytes.saturating_add(next.len());
         }
         if bytes > MAX_LIST_BYTES {
             return Err(fault(format!(
-                "the tool listing is over {MAX_LIST_BYTES} bytes (after {page_number} pages)"
+                "the {what} listing is over {MAX_LIST_BYTES} bytes (after {page_number} pages)"
             )));
         }
-        let Some(next) = page.next_cursor else {
-            return Ok(tools);
+        let Some(next) = next_cursor else {
+            return Ok(items);
         };
         if !seen.insert(next.clone()) {
             return Err(fault(format!(
@@ -73,6 +87,6 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>,
     }
     // Every allowed page was read and the server still gave a cursor.
     Err(fault(format!(
-        "the tool listing has more than {MAX_LIST_PAGES} pages"
+        "the {what} listing has more than {MAX_LIST_PAGES} pages"
     )))
 }

@@ -21,13 +21,16 @@
 //! See `docs/process.md` for the lifecycle, the deadlines and what the
 //! child may see.
 
+mod bridge;
 mod client;
 pub mod containment;
 mod error;
+mod forward;
 mod group;
 mod list_changed;
 mod listing;
 mod monitor;
+mod offerings;
 mod progress;
 mod proxy;
 mod shutdown;
@@ -49,12 +52,17 @@ use crate::host::{
 };
 use crate::manifest::{Manifest, ProcessRuntime, Runtime};
 
+pub use bridge::{
+    CLIENT_NOT_CONNECTED, CLIENT_NOT_CONNECTED_RPC_CODE, ClientBridge, FORWARDED_METHODS, Refusal,
+    Upstream,
+};
 pub use client::client_info;
 pub use error::{
     MAX_QUOTED_BYTES, ProcessFault, bounded, escape_json_text, escape_text, quote_prefix,
 };
 pub use listing::{MAX_LIST_BYTES, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 pub use monitor::{ListChange, ProcessMonitor};
+pub use offerings::{PROXIED_METHODS, RequestError};
 pub use proxy::result_value;
 pub use shutdown::ShutdownOutcome;
 pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
@@ -218,8 +226,12 @@ impl ProcessExtension {
         stderr::capture(spawned.stderr, stderr_log.clone());
         self.monitor.0.started(spawned.child.pid(), stderr_log);
         let fault = transport::FaultCell::default();
+        let bridge = self.monitor.client_bridge();
+        let forwarder = bridge
+            .as_ref()
+            .map(|b| transport::Forwarder::new(b.clone(), id.clone(), fault.token()));
         let transport =
-            transport::StdioTransport::new(spawned.stdout, spawned.stdin, fault.clone());
+            transport::StdioTransport::new(spawned.stdout, spawned.stdin, fault.clone(), forwarder);
         let session = Arc::new(client::Session::new(
             id.clone(),
             spawned.child,
@@ -236,6 +248,7 @@ impl ProcessExtension {
         let handler = client::Handler {
             list_changed: signals_tx,
             progress: session.progress.clone(),
+            bridge: bridge.clone().map(|b| (b, id.clone())),
         };
         let handshake = async {
             let service = rmcp::serve_client(handler, transport).await.map_err(|e| {
@@ -249,7 +262,10 @@ impl ProcessExtension {
             let tools = listing::list_all_tools(service.peer())
                 .await
                 .map_err(|e| session.list_fault(e))?;
-            Ok::<_, ProcessFault>((service, tools))
+            let offered = offerings::list_offerings(service.peer())
+                .await
+                .map_err(|e| session.list_fault(e))?;
+            Ok::<_, ProcessFault>((service, (tools, offered)))
         };
         let started = tokio::select! {
             started = tokio::time::timeout(deadlines.startup, handshake) => started,
@@ -276,6 +292,9 @@ impl ProcessExtension {
         };
         session.attach(service);
         self.monitor.0.set_session(&session);
+        if let Some(bridge) = &bridge {
+            bridge.register(&session);
+        }
 
         self.register_generation(&cx, &session, &tools, deadlines, &context)?;
 
@@ -309,8 +328,13 @@ impl ProcessExtension {
             return Err(e);
         }
         let peer = session.peer().map_err(|f| f.to_extension_error(context))?;
+        let both = async {
+            let tools = listing::list_all_tools(&peer).await?;
+            let offered = offerings::list_offerings(&peer).await?;
+            Ok((tools, offered))
+        };
         let listed = tokio::select! {
-            listed = tokio::time::timeout(deadlines.startup, listing::list_all_tools(&peer)) => listed,
+            listed = tokio::time::timeout(deadlines.startup, both) => listed,
             _ = cx.cancellation().cancelled() => {
                 return Err(ExtensionError::new(format!("{context}: activation cancelled")));
             }
@@ -363,7 +387,7 @@ impl ProcessExtension {
         &self,
         cx: &ActivationContext,
         session: &Arc<client::Session>,
-        tools: &[rmcp::model::Tool],
+        (tools, offered): &(Vec<rmcp::model::Tool>, offerings::Offerings),
         deadlines: Deadlines,
         context: &str,
     ) -> Result<(), ExtensionError> {
@@ -374,6 +398,13 @@ impl ProcessExtension {
         let checked = self.check_tool_fields(tools, &whole, context);
         self.monitor.0.set_listed(whole);
         checked?;
+        self.monitor.0.set_offerings(offered.clone());
+        offerings::check_offerings(&self.manifest, offered).map_err(|mismatch| {
+            ExtensionError::coded(
+                mismatch.reason_code(),
+                format!("{context}: {}", escape_text(mismatch.message())),
+            )
+        })?;
         for tool in tools {
             let descriptor = ToolDescriptor::new(
                 tool.name.to_string(),

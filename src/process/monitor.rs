@@ -69,6 +69,10 @@ pub(crate) struct MonitorState {
     reuses: Mutex<u64>,
     /// The tools of the latest `tools/list`, whole, as MCP JSON.
     listed: Mutex<Arc<Vec<serde_json::Value>>>,
+    /// The prompts, resources and templates of the latest listing.
+    pub(crate) offerings: Mutex<super::offerings::Offerings>,
+    /// The client in front of the host, when the program gave one.
+    pub(crate) bridge: Mutex<Option<super::bridge::ClientBridge>>,
 }
 
 impl MonitorState {
@@ -83,6 +87,18 @@ impl MonitorState {
             *n += 1;
         }
         Some(session)
+    }
+
+    /// The latest child's session, if it is still there (no lease taken).
+    pub(crate) fn session(&self) -> Option<Arc<Session>> {
+        self.session.lock().ok()?.upgrade()
+    }
+
+    /// Records the prompts, resources and templates of the latest listing.
+    pub(crate) fn set_offerings(&self, offerings: super::offerings::Offerings) {
+        if let Ok(mut slot) = self.offerings.lock() {
+            *slot = offerings;
+        }
     }
 
     /// Records the session of a freshly spawned child.

@@ -77,12 +77,7 @@ impl Tool for ProxyTool {
                     None => std::future::pending().await,
                 }
             };
-            let timeout = async {
-                match deadline {
-                    Some(limit) => tokio::time::sleep(limit).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let timeout = past(deadline);
             let outcome = tokio::select! {
                 outcome = handle.await_response() => outcome,
                 // `abandon` sends notifications/cancelled as it drops.
@@ -124,12 +119,20 @@ impl Tool for ProxyTool {
     }
 }
 
+/// Resolves once `deadline` has passed; never without one.
+pub(crate) async fn past(deadline: Option<Duration>) {
+    match deadline {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Sends `notifications/cancelled` for a request the proxy stops waiting
 /// for (its call was cancelled, timed out, or dropped), so the server does
 /// not keep working on a result nobody reads.
-struct CancelOnDrop {
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
+pub(crate) struct CancelOnDrop {
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) id: Option<RequestId>,
 }
 
 impl Drop for CancelOnDrop {

@@ -37,6 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::{ProcessFault, quote_prefix};
+pub(crate) use super::forward::Forwarder;
 
 /// The longest line accepted from a child, newline excluded (P-3).
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -83,17 +84,23 @@ impl FaultCell {
     pub(crate) fn get(&self) -> Option<ProcessFault> {
         self.0.lock().ok().and_then(|slot| slot.clone())
     }
+
+    /// A token cancelled once a fault is recorded.
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.1.clone()
+    }
 }
 
 /// One line for the writer task; `done` learns how the write went.
-struct Outgoing {
-    bytes: Vec<u8>,
-    done: Option<oneshot::Sender<std::io::Result<()>>>,
+pub(crate) struct Outgoing {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) done: Option<oneshot::Sender<std::io::Result<()>>>,
     /// An answer to the child's request: counted in flight until written.
-    answer: bool,
+    pub(crate) answer: bool,
     /// Bytes counted against [`MAX_SERVER_ANSWER_BYTES`] until written
-    /// (answers and refusals; 0 for rmcp's own messages).
-    counted: usize,
+    /// (answers, refusals and forwarded requests; 0 for rmcp's own
+    /// messages).
+    pub(crate) counted: usize,
 }
 
 /// What one line from the child is.
@@ -101,8 +108,14 @@ struct Outgoing {
 enum Incoming {
     /// A message for rmcp's session.
     Message(Box<RxJsonRpcMessage<RoleClient>>),
-    /// A request from the child, answered by the transport itself.
-    Request { id: Value, method: String },
+    /// A request from the child, answered by the transport itself or
+    /// forwarded to the client in front of the host (its params are kept
+    /// only then).
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// Nothing to do (a notification rmcp cannot type).
     Skip,
 }
@@ -118,11 +131,21 @@ pub(crate) struct StdioTransport {
     refused: u64,
     stop: CancellationToken,
     fault: FaultCell,
+    /// Where the child's requests for the client go, when it has a bridge.
+    forwarder: Option<Forwarder>,
 }
 
 impl StdioTransport {
     /// The transport, and its writer task (spawned on the current runtime).
-    pub(crate) fn new(stdout: ChildStdout, stdin: ChildStdin, fault: FaultCell) -> Self {
+    /// With a `forwarder`, the child's requests of
+    /// [`FORWARDED_METHODS`](super::bridge::FORWARDED_METHODS) go to the
+    /// client in front of the host.
+    pub(crate) fn new(
+        stdout: ChildStdout,
+        stdin: ChildStdin,
+        fault: FaultCell,
+        forwarder: Option<Forwarder>,
+    ) -> Self {
         let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
         let in_flight = Arc::new(AtomicUsize::new(0));
         let answer_bytes = Arc::new(AtomicUsize::new(0));
@@ -144,6 +167,7 @@ impl StdioTransport {
             refused: 0,
             stop,
             fault,
+            forwarder,
         }
     }
 
@@ -193,24 +217,30 @@ impl StdioTransport {
             self.answer_bytes.fetch_sub(counted, Ordering::AcqRel);
         } else {
             drop(bytes);
-            let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
-                "message": "too many requests in flight toward the host"}});
-            let mut bytes = refusal.to_string().into_bytes();
-            bytes.push(b'\n');
-            let counted = bytes.len();
-            if self.reserve_answer_bytes(counted)
-                && self
-                    .outgoing
-                    .try_send(Outgoing {
-                        bytes,
-                        done: None,
-                        answer: false,
-                        counted,
-                    })
-                    .is_err()
-            {
-                self.answer_bytes.fetch_sub(counted, Ordering::AcqRel);
-            }
+        }
+        self.refuse(id)
+    }
+
+    /// Refuses one request of the child over the bounds (an error answer
+    /// when the queue has room, none when it has not), and counts it.
+    fn refuse(&mut self, id: Value) -> Result<(), ProcessFault> {
+        let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
+            "message": "too many requests in flight toward the host"}});
+        let mut bytes = refusal.to_string().into_bytes();
+        bytes.push(b'\n');
+        let counted = bytes.len();
+        if self.reserve_answer_bytes(counted)
+            && self
+                .outgoing
+                .try_send(Outgoing {
+                    bytes,
+                    done: None,
+                    answer: false,
+                    counted,
+                })
+                .is_err()
+        {
+            self.answer_bytes.fetch_sub(counted, Ordering::AcqRel);
         }
         self.refused += 1;
         if self.refused > MAX_REFUSED_SERVER_REQUESTS {
@@ -277,9 +307,13 @@ impl StdioTransport {
         let method = value.get("method").and_then(Value::as_str);
         match (value.get("id"), method) {
             (Some(id @ (Value::String(_) | Value::Number(_))), Some(method)) => {
+                let params = super::bridge::FORWARDED_METHODS
+                    .contains(&method)
+                    .then(|| value.get("params").cloned().unwrap_or(json!({})));
                 return Ok(Incoming::Request {
                     id: id.clone(),
                     method: method.to_owned(),
+                    params,
                 });
             }
             (Some(_), Some(_)) => return Err(bad("a request whose id is not a string or number")),
@@ -434,10 +468,27 @@ impl Transport<RoleClient> for StdioTransport {
                 continue;
             }
             match Self::parse(content) {
-                Ok(Incoming::Message(message)) => return Some(*message),
+                Ok(Incoming::Message(message)) => {
+                    if let Some(forwarder) = &self.forwarder {
+                        forwarder.on_message(&message);
+                    }
+                    return Some(*message);
+                }
                 Ok(Incoming::Skip) => continue,
-                Ok(Incoming::Request { id, method }) => {
-                    if let Err(fault) = self.answer(id, &method) {
+                Ok(Incoming::Request { id, method, params }) => {
+                    let handled = match (&self.forwarder, params) {
+                        (Some(forwarder), Some(params)) => {
+                            let bytes = content.len();
+                            if forwarder.has_room(bytes, &self.answer_bytes) {
+                                forwarder.forward(id, method, params, bytes, &self.outgoing);
+                                Ok(())
+                            } else {
+                                self.refuse(id)
+                            }
+                        }
+                        _ => self.answer(id, &method),
+                    };
+                    if let Err(fault) = handled {
                         self.fault.set(fault);
                         return None;
                     }
