@@ -7,7 +7,13 @@
 //!   serve (spawn, handshake, listing, the lock check, the call);
 //! * `call_via_serve` against `call_direct`: one `tools/call` to a running
 //!   backend through serve, and the same request written straight to the
-//!   same kind of backend.
+//!   same kind of backend;
+//! * `offered/list_nothing_started`: `prompts/list`, `resources/list` and
+//!   `resources/templates/list` of a running serve in front of a locked
+//!   `@modelcontextprotocol/server-everything` that is not started;
+//!   `offered/cold_prompt_get`: its first `prompts/get` (spawn, handshake,
+//!   the listings, the lock check, the get). Needs
+//!   `scripts/install-test-servers`.
 //!
 //! The backend is the `mcp-fixture` binary of `exthost-process-tests` (a
 //! fast Rust server, so the ratio is serve's overhead at its largest);
@@ -119,17 +125,25 @@ impl Peer {
 
 /// A folder of `n` locked fixture backends `fx0`..
 fn folder(n: usize) -> tempfile::TempDir {
+    let command = fixture().to_str().unwrap().to_owned();
+    locked(
+        (0..n)
+            .map(|i| {
+                json!({"id": format!("fx{i}"), "runtime": {"kind": "process",
+                       "command": command, "args": ["normal"]}})
+            })
+            .collect(),
+    )
+}
+
+/// A folder with one extension per manifest (its folder named after its
+/// id), locked with `exthost lock`.
+fn locked(manifests: Vec<Value>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for i in 0..n {
-        let ext = dir.path().join(format!("fx{i}"));
+    for manifest in manifests {
+        let ext = dir.path().join(manifest["id"].as_str().unwrap());
         std::fs::create_dir_all(&ext).unwrap();
-        std::fs::write(
-            ext.join("extension.json"),
-            json!({"id": format!("fx{i}"), "runtime": {"kind": "process",
-                   "command": fixture().to_str().unwrap(), "args": ["normal"]}})
-            .to_string(),
-        )
-        .unwrap();
+        std::fs::write(ext.join("extension.json"), manifest.to_string()).unwrap();
     }
     let status = Command::new(env!("CARGO_BIN_EXE_exthost"))
         .arg("lock")
@@ -232,5 +246,52 @@ fn bench(c: &mut Criterion) {
     direct.close();
 }
 
-criterion_group!(benches, bench);
+/// A folder with server-everything, locked.
+fn everything() -> tempfile::TempDir {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        entry.is_file(),
+        "{} is missing: run scripts/install-test-servers",
+        entry.display()
+    );
+    locked(vec![
+        json!({"id": "everything", "runtime": {"kind": "process", "command": "node",
+        "args": [entry.to_str().unwrap(), "stdio"], "startupTimeoutMs": 30000}}),
+    ])
+}
+
+fn offered(c: &mut Criterion) {
+    let dir = everything();
+    let mut group = c.benchmark_group("offered");
+    group.sample_size(10);
+    let mut peer = serve(dir.path());
+    peer.initialize();
+    group.bench_function("list_nothing_started", |b| {
+        b.iter(|| {
+            black_box(peer.request("prompts/list", json!({})));
+            black_box(peer.request("resources/list", json!({})));
+            black_box(peer.request("resources/templates/list", json!({})))
+        })
+    });
+    peer.close();
+    group.bench_function("cold_prompt_get", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let mut peer = serve(dir.path());
+                peer.initialize();
+                let start = Instant::now();
+                let got = peer.request("prompts/get", json!({"name": "everything_simple-prompt"}));
+                total += start.elapsed();
+                assert!(got["result"].get("messages").is_some(), "{got}");
+                peer.close();
+            }
+            total
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, offered);
 criterion_main!(benches);

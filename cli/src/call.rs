@@ -133,11 +133,23 @@ pub(crate) fn run(
         // killed at the end (cli/src/signals.rs).
         let mut supervisor = crate::signals::Supervisor::install()
             .map_err(|e| Failure::failed(format!("cannot handle signals: {e}")))?;
-        if let Err(e) = host.discover_manifest_dir(&args.dir, factories) {
-            if let HostError::ManifestDiscovery { failures } = &e {
-                print_failures(err, failures)?;
+        let discovery = match host.discover_manifest_dir(&args.dir, factories) {
+            Ok(discovery) => discovery,
+            Err(e) => {
+                if let HostError::ManifestDiscovery { failures } = &e {
+                    print_failures(err, failures)?;
+                }
+                return Err(Failure::usage(describe(&e)));
             }
-            return Err(Failure::usage(describe(&e)));
+        };
+        // The client capabilities `lock` and `serve` offer, so a server
+        // lists what its lock pinned; with no client behind `call`, a
+        // server's request for one is answered `CLIENT_NOT_CONNECTED`.
+        let bridge = crate::serve::capabilities::bridge();
+        for found in &discovery.extensions {
+            if let Some(monitor) = found.process() {
+                monitor.connect_client(bridge.clone());
+            }
         }
         let snapshot = host.tools();
         let name = match snapshot

@@ -11,7 +11,12 @@
 //! description and `inputSchema`, and `title`, `outputSchema`,
 //! `annotations`, `icons` and `_meta` where the server gives them, read
 //! from the process monitor's record of the listing), in the order the
-//! server lists them.
+//! server lists them. Its prompts, resources and resource templates are
+//! pinned the same way, whole, in `deferred.prompts`, `deferred.resources`
+//! and `deferred.resourceTemplates` (each written when the server declares
+//! the capability, removed when it does not). The server is offered the
+//! client capabilities `serve` offers every backend (sampling, roots,
+//! elicitation), so it lists what it lists under `serve`.
 //! `tools.register` is added to `permissions` when missing; every other
 //! field is kept.
 //!
@@ -38,8 +43,8 @@ use std::time::Duration;
 use exthost::core::Owner;
 use exthost::host::{ExtensionHost, HostError, HostOptions};
 use exthost::manifest::{
-    MANIFEST_FILE_NAME, Manifest, Permission, Runtime, canonical_json, load_manifest_file,
-    parse_manifest, schema_digest,
+    ListingKind, MANIFEST_FILE_NAME, Manifest, Permission, Runtime, canonical_json,
+    load_manifest_file, parse_manifest, schema_digest,
 };
 use exthost::{ResourceLoader, ResourceRoot};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -101,6 +106,9 @@ struct Report {
     added: Vec<String>,
     removed: Vec<String>,
     changed: Vec<(String, Vec<&'static str>)>,
+    /// How the pinned prompts, resources and templates differ, in words
+    /// (`prompts: added "x"`).
+    listings: Vec<String>,
     permission_added: bool,
 }
 
@@ -114,6 +122,7 @@ impl Report {
             added: Vec::new(),
             removed: Vec::new(),
             changed: Vec::new(),
+            listings: Vec::new(),
             permission_added: false,
         }
     }
@@ -134,6 +143,7 @@ impl Report {
         !self.added.is_empty()
             || !self.removed.is_empty()
             || !self.changed.is_empty()
+            || !self.listings.is_empty()
             || self.permission_added
     }
 }
@@ -387,7 +397,7 @@ async fn lock_one(
         Ok(document) => document,
         Err(e) => return fail("invalid_json", format!("cannot parse the manifest: {e}")),
     };
-    let live = match list_live(dir, folder, manifest, text).await {
+    let (live, offered) = match list_live(dir, folder, manifest, text).await {
         Ok(live) => live,
         Err((code, message)) => return fail(&code, message),
     };
@@ -428,12 +438,13 @@ async fn lock_one(
             report.removed.push(d.name().to_owned());
         }
     }
+    report.listings = listing_differences(manifest, &offered);
     report.permission_added = !manifest.has_permission(Permission::ToolsRegister);
 
     // The locked manifest, checked by the same validation as any manifest
     // (M-1, M-2): a live tool that cannot be declared is named, and nothing
     // is written.
-    let locked = render(&locked_document(document, &live));
+    let locked = render(&locked_document(document, &live, &offered));
     if let Err(e) = parse_manifest(&locked) {
         let tool = tool_of_pointer(e.pointer()).and_then(|i| live.get(i).map(|t| t.name.clone()));
         let message = match &tool {
@@ -484,7 +495,7 @@ async fn list_live(
     folder: &Path,
     manifest: &Manifest,
     text: &str,
-) -> Result<Vec<LiveTool>, (String, String)> {
+) -> Result<(Vec<LiveTool>, Offered), (String, String)> {
     let id = manifest.id();
     let Runtime::Process(process) = manifest.runtime() else {
         return Err(("not_a_process_extension".to_owned(), String::new()));
@@ -507,6 +518,9 @@ async fn list_live(
             "not a process runtime".to_owned(),
         )
     })?;
+    // The capabilities `serve` offers every backend: a server that lists
+    // more tools to a capable client lists them here too.
+    monitor.connect_client(crate::serve::capabilities::bridge());
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", dir)])
         .map_err(|e| (e.code().to_owned(), e.to_string()))?;
     let host = ExtensionHost::new(
@@ -526,7 +540,8 @@ async fn list_live(
     // The whole tools as listed (the snapshot holds the name, description
     // and input schema; the rest comes from the listing itself).
     let listed = monitor.listed_tools();
-    Ok(snapshot
+    let offered = ListingKind::ALL.map(|kind| monitor.listed(kind).map(|l| l.as_ref().clone()));
+    let tools = snapshot
         .iter()
         .filter(|t| t.owner == &owner)
         .map(|t| {
@@ -548,7 +563,64 @@ async fn list_live(
                 fields,
             }
         })
-        .collect())
+        .collect();
+    Ok((tools, offered))
+}
+
+/// What a server lists beside its tools, in the order of
+/// [`ListingKind::ALL`]; `None` where it does not declare the capability.
+type Offered = [Option<Vec<Value>>; 3];
+
+/// How the live prompts, resources and templates differ from the pinned
+/// ones, in words: one line per list that differs.
+fn listing_differences(manifest: &Manifest, offered: &Offered) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (kind, live) in ListingKind::ALL.into_iter().zip(offered) {
+        let pinned = manifest.declared_listing(kind);
+        let (live, pinned_list) = match (live, pinned) {
+            (None, None) => continue,
+            (None, Some(_)) => {
+                lines.push(format!("{}: no longer offered", kind.key()));
+                continue;
+            }
+            // An empty list not pinned yet is written, but is no difference.
+            (Some(live), None) if live.is_empty() => continue,
+            (Some(live), pinned) => (live.as_slice(), pinned.unwrap_or(&[])),
+        };
+        let key = |e: &Value| kind.id_of(e).unwrap_or_default().to_owned();
+        let find =
+            |list: &[Value], id: &str| list.iter().find(|e| kind.id_of(e) == Some(id)).cloned();
+        let added: Vec<String> = live
+            .iter()
+            .map(key)
+            .filter(|id| find(pinned_list, id).is_none())
+            .collect();
+        let removed: Vec<String> = pinned_list
+            .iter()
+            .map(key)
+            .filter(|id| find(live, id).is_none())
+            .collect();
+        let changed: Vec<String> = live
+            .iter()
+            .filter(|l| {
+                find(pinned_list, &key(l)).is_some_and(|p| canonical_json(&p) != canonical_json(l))
+            })
+            .map(key)
+            .collect();
+        let mut parts = Vec::new();
+        if pinned.is_none() {
+            parts.push("not pinned yet".to_owned());
+        }
+        for (what, ids) in [("added", added), ("removed", removed), ("changed", changed)] {
+            if !ids.is_empty() {
+                parts.push(format!("{what} {}", list(&ids)));
+            }
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{}: {}", kind.key(), parts.join("; ")));
+        }
+    }
+    lines
 }
 
 /// The index `N` of a pointer `/deferred/tools/N/...`.
@@ -563,7 +635,7 @@ fn tool_of_pointer(pointer: &str) -> Option<usize> {
 
 /// `document` with `deferred.tools` set to `live` and `tools.register` in
 /// `permissions`; every other key kept where it was.
-fn locked_document(document: Json, live: &[LiveTool]) -> Json {
+fn locked_document(document: Json, live: &[LiveTool], offered: &Offered) -> Json {
     let Json::Object(mut fields) = document else {
         return document;
     };
@@ -617,7 +689,39 @@ fn locked_document(document: Json, live: &[LiveTool]) -> Json {
             Json::Object(vec![("tools".to_owned(), tools)]),
         )),
     }
+    if let Some(Json::Object(deferred)) = field_mut(&mut fields, "deferred") {
+        pin_listings(deferred, offered);
+    }
     Json::Object(fields)
+}
+
+/// Sets (or removes) `prompts`, `resources` and `resourceTemplates` in the
+/// `deferred` block: a new key goes after `tools` and the lists before it,
+/// each entry whole with its keys in byte order.
+fn pin_listings(deferred: &mut Vec<(String, Json)>, offered: &Offered) {
+    for (kind, entries) in ListingKind::ALL.into_iter().zip(offered) {
+        let at = deferred.iter().position(|(k, _)| k == kind.key());
+        match (entries, at) {
+            (Some(entries), Some(i)) => {
+                deferred[i].1 = Json::Array(entries.iter().map(Json::from).collect());
+            }
+            (Some(entries), None) => {
+                let after = ListingKind::ALL
+                    .iter()
+                    .map(|k| k.key())
+                    .chain(["tools"])
+                    .filter_map(|k| deferred.iter().position(|(d, _)| d == k))
+                    .max()
+                    .map_or(deferred.len(), |i| i + 1);
+                let value = Json::Array(entries.iter().map(Json::from).collect());
+                deferred.insert(after, (kind.key().to_owned(), value));
+            }
+            (None, Some(i)) => {
+                deferred.remove(i);
+            }
+            (None, None) => {}
+        }
+    }
 }
 
 fn field_mut<'a>(fields: &'a mut [(String, Json)], key: &str) -> Option<&'a mut Json> {
@@ -719,6 +823,9 @@ fn print_text(out: &mut dyn Write, r: &Report) -> std::io::Result<()> {
         }
         writeln!(out, "  changed: {line}")?;
     }
+    for line in &r.listings {
+        writeln!(out, "  {}", esc(line))?;
+    }
     if r.permission_added {
         writeln!(
             out,
@@ -779,6 +886,7 @@ fn json_report(dir: &Path, check: bool, reports: &[Report], ok: bool) -> Value {
                 "added": r.added,
                 "removed": r.removed,
                 "changed": r.changed.iter().map(|(name, fields)| json!({"name": name, "fields": fields})).collect::<Vec<_>>(),
+                "listings": r.listings,
                 "permission_added": r.permission_added,
                 "code": code,
                 "message": message,

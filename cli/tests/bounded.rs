@@ -356,12 +356,14 @@ fn an_unsupported_method_is_refused_with_the_reason() {
     initialize(&mut child, &mut out);
     let stdin = child.stdin.as_mut().unwrap();
     for (id, method) in [
-        (1, "resources/list"),
-        (2, "prompts/list"),
-        (3, "resources/read"),
+        (1, "completion/complete"),
+        (2, "logging/setLevel"),
+        (3, "vendor/thing"),
     ] {
-        let params = if method == "resources/read" {
-            json!({"uri": "file:///x"})
+        let params = if method == "completion/complete" {
+            json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}})
+        } else if method == "logging/setLevel" {
+            json!({"level": "info"})
         } else {
             json!({})
         };
@@ -392,17 +394,17 @@ fn an_unsupported_method_is_refused_with_the_reason() {
             .to_owned()
     };
     assert!(
-        message(1).contains("exthost serve does not offer resources"),
+        message(1).contains("exthost serve does not offer argument completion"),
         "{}",
         message(1)
     );
     assert!(
-        message(2).contains("exthost serve does not offer prompts"),
+        message(2).contains("exthost serve does not offer MCP logging"),
         "{}",
         message(2)
     );
     assert!(
-        message(3).contains("does not offer resources"),
+        message(3).contains("does not know this method"),
         "{}",
         message(3)
     );

@@ -408,7 +408,7 @@ fn the_example_gateway_folder_is_locked_against_its_real_npm_and_pypi_servers() 
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.contains("everything: matches its declarations, 13 tools"),
+        text.contains("everything: matches its declarations, 17 tools"),
         "{text}"
     );
     assert!(

@@ -5,11 +5,15 @@
 //! disposes everything in reverse order and leaves no process running.
 
 mod answer;
+pub(crate) mod capabilities;
 mod catalog;
 mod gateway;
 mod idle;
 mod listing;
 mod log;
+mod offered;
+mod prompts;
+mod resources;
 mod server;
 mod shape;
 mod transport;
@@ -222,6 +226,9 @@ async fn serve(
     let end_cell = EndCell::default();
     let gateway_slot: std::sync::Mutex<Option<Gateway>> = std::sync::Mutex::new(None);
     let session = async {
+        // Every backend, eager ones included, is offered the forwarded
+        // client capabilities.
+        let bridge = capabilities::bridge_for(&host, &shape);
         for (id, result) in host.activate_eager().await {
             if let Err(e) = result {
                 log.line(&format!(
@@ -237,7 +244,8 @@ async fn serve(
             log.clone(),
             args.max_calls_in_flight as usize,
             shape.clone(),
-        );
+        )
+        .with_bridge(bridge);
         *gateway_slot
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(gateway.clone());

@@ -1,17 +1,21 @@
 //! rmcp's `ServerHandler` for the gateway: `initialize`, `tools/list`
 //! (every tool, or the catalog's three meta-tools) and `tools/call`, with
-//! the client's cancellation and progress token.
+//! the client's cancellation and progress token; the prompts and resources
+//! of every extension (`prompts.rs`, `resources.rs`); and the client's
+//! capabilities, forwarded (`capabilities.rs`).
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::catalog;
 use super::gateway::{Expose, Gateway};
-use super::listing;
+use super::{listing, prompts, resources};
 
 impl Gateway {
     /// What the client sees in `tools/list`.
@@ -29,6 +33,11 @@ impl ServerHandler for Gateway {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .build(),
         )
         .with_server_info(Implementation::new("exthost", env!("CARGO_PKG_VERSION")))
@@ -78,7 +87,70 @@ impl ServerHandler for Gateway {
         Ok(result.into())
     }
 
-    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(prompts::list(self))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        Ok(prompts::get(self, request, context.ct).await?.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(resources::list(self))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates(self))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Ok(resources::read(self, request, context.ct).await?.into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscription(self, "resources/subscribe", &request.uri, context.ct).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscription(self, "resources/unsubscribe", &request.uri, context.ct).await
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.bridge.roots_list_changed().await;
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.connect_client(context.peer);
         if self.warm {
             self.warm_up();
         }

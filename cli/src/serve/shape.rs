@@ -133,6 +133,11 @@ impl Shape {
         self.changes.subscribe()
     }
 
+    /// The process monitor of extension `id`, if it is a process one.
+    pub(crate) fn monitor(&self, id: &str) -> Option<ProcessMonitor> {
+        self.read().get(id)?.monitor.clone()
+    }
+
     /// The manifest `serve` presents extension `id` with, and whether it
     /// was removed.
     pub(crate) fn manifest(&self, id: &str) -> Option<(Manifest, bool)> {

@@ -298,21 +298,16 @@ async fn write_one<W: AsyncWrite + Unpin>(out: &mut W, bytes: &[u8]) -> std::io:
 /// Why exthost answers `method` with "method not found": what it does not
 /// offer, in words.
 pub(crate) fn unsupported_reason(method: &str) -> String {
-    let what = if method.starts_with("resources/") {
-        "does not offer resources or resource templates yet: it serves its extensions' tools \
-         only, and does not proxy its servers' resources"
-    } else if method.starts_with("prompts/") {
-        "does not offer prompts yet: it serves its extensions' tools only, and does not proxy \
-         its servers' prompts"
-    } else if method == "completion/complete" {
-        "does not offer argument completion: completion is for prompts and resources, which it \
-         does not offer yet"
+    let what = if method == "completion/complete" {
+        "does not offer argument completion of prompts and resource templates"
     } else if method == "logging/setLevel" {
         "does not offer MCP logging: its own log goes to stderr or --log-file"
     } else if method.starts_with("tasks/") {
         "does not offer tasks: tool calls run as ordinary requests"
     } else {
-        "does not know this method: it offers initialize, ping, tools/list and tools/call"
+        "does not know this method: it offers initialize, ping, tools/*, prompts/list, \
+         prompts/get, resources/list, resources/templates/list, resources/read, \
+         resources/subscribe and resources/unsubscribe"
     };
     format!("exthost serve {what} (method {method})")
 }
@@ -509,8 +504,8 @@ mod tests {
 
     #[test]
     fn every_refused_method_gets_a_reason() {
-        assert!(unsupported_reason("resources/list").contains("does not offer resources"));
-        assert!(unsupported_reason("prompts/get").contains("does not offer prompts"));
+        assert!(unsupported_reason("completion/complete").contains("argument completion"));
+        assert!(unsupported_reason("logging/setLevel").contains("MCP logging"));
         assert!(unsupported_reason("vendor/x").contains("does not know this method"));
     }
 }

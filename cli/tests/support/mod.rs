@@ -51,6 +51,18 @@ pub fn python() -> &'static str {
     })
 }
 
+/// A file `scripts/install-test-servers` installs (relative to the
+/// repository), or a loud failure saying how to install it.
+pub fn installed(relative: &str) -> PathBuf {
+    let path = repo().join(relative);
+    assert!(
+        path.exists(),
+        "{} is not installed: run scripts/install-test-servers (needs node, npm and python3)",
+        path.display()
+    );
+    path
+}
+
 pub fn read(file: &Path) -> Value {
     serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
 }
