@@ -1,6 +1,6 @@
 //! The folder changes while `serve` runs: a locked manifest added is
-//! listed (the client gets `notifications/tools/list_changed`) and
-//! callable; a change of `expose` applies at once; a re-lock keeps the
+//! listed (the client gets `notifications/tools/list_changed`, and the
+//! prompts and resources ones when `serve` declares them) and callable; a change of `expose` applies at once; a re-lock keeps the
 //! last good definition and says a restart applies it; a manifest that
 //! turns invalid keeps the last good one and the log gives its reason; a
 //! removed one is no longer listed or callable, its backend stops, and put
@@ -71,6 +71,15 @@ fn a_folder_changed_while_serving() {
         n.contains(&"beta_read".to_owned())
     });
     assert!(serve.take_notifications(LIST_CHANGED, BOUND) > 0);
+    // The prompts and resources lists are announced too, when declared.
+    for (capability, method) in [
+        ("prompts", "notifications/prompts/list_changed"),
+        ("resources", "notifications/resources/list_changed"),
+    ] {
+        if serve.initialized["result"]["capabilities"][capability]["listChanged"] == json!(true) {
+            assert!(serve.take_notifications(method, BOUND) > 0, "{method}");
+        }
+    }
     assert_eq!(called(&serve.call("beta_write", json!({}))), "called write");
     wait_for_log(&log, "extension \"beta\" was added", 1);
 

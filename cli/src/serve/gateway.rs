@@ -319,16 +319,19 @@ pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer
     let mut last = listing::fingerprint(&host.tools(), shape);
     loop {
         // A publication of the host, or a change of the folder (`watch.rs`).
-        tokio::select! {
-            alive = changes.changed() => if !alive { return },
-            changed = folder.changed() => if changed.is_err() { return },
-        }
+        let folder_changed = tokio::select! {
+            alive = changes.changed() => if alive { false } else { return },
+            changed = folder.changed() => if changed.is_ok() { true } else { return },
+        };
         let now = listing::fingerprint(&host.tools(), shape);
         if now != last {
             last = now;
             if peer.notify_tool_list_changed().await.is_err() {
                 return;
             }
+        }
+        if folder_changed && !super::watch::announce_listings(&gateway, &peer).await {
+            return;
         }
     }
 }

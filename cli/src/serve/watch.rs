@@ -25,7 +25,9 @@
 //!   reason code and message.
 //!
 //! Every change of what `tools/list` shows reaches the client as
-//! `notifications/tools/list_changed` (`gateway::forward_list_changes`).
+//! `notifications/tools/list_changed` (`gateway::forward_list_changes`),
+//! and every change of the folder as the prompts and resources
+//! `list_changed` too, when `serve` declares them ([`announce_listings`]).
 //! Log lines are escaped by [`Log::line`](super::log::Log::line), through
 //! the one escaping function (`crate::text`).
 
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 use exthost::manifest::{MANIFEST_FILE_NAME, Manifest, load_manifest_file};
 use notify::{EventKind, RecursiveMode, Watcher};
+use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -289,6 +292,29 @@ fn remove(gateway: &Gateway, file: &Path, live: &Manifest) {
         file.display(),
         live.id()
     ));
+}
+
+/// After a change of the folder, which may add or remove prompts and
+/// resources too: `notifications/prompts/list_changed` and
+/// `notifications/resources/list_changed`, each when `serve` declares it.
+/// `false` once the client is gone.
+pub(crate) async fn announce_listings(gateway: &Gateway, peer: &Peer<RoleServer>) -> bool {
+    let capabilities = ServerHandler::get_info(gateway).capabilities;
+    if capabilities
+        .prompts
+        .is_some_and(|p| p.list_changed == Some(true))
+        && peer.notify_prompt_list_changed().await.is_err()
+    {
+        return false;
+    }
+    if capabilities
+        .resources
+        .is_some_and(|r| r.list_changed == Some(true))
+        && peer.notify_resource_list_changed().await.is_err()
+    {
+        return false;
+    }
+    true
 }
 
 /// Watches `dir` until the session ends (the caller aborts it).

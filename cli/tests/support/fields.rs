@@ -144,6 +144,8 @@ pub struct Serve {
     notifications: Vec<Value>,
     /// Answers read while waiting for another one.
     answers: Vec<Value>,
+    /// The answer to `initialize`.
+    pub initialized: Value,
 }
 
 impl Serve {
@@ -184,8 +186,9 @@ impl Serve {
             next_id: 0,
             notifications: Vec::new(),
             answers: Vec::new(),
+            initialized: Value::Null,
         };
-        serve.request(
+        serve.initialized = serve.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "tests", "version": "1"}}),
