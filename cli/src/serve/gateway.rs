@@ -84,7 +84,9 @@ pub(crate) struct Gateway {
     /// Extensions whose listed tools' other fields (title, annotations,
     /// output schema, ...) differed from their declarations: like a grant
     /// revoked by the host (M-5), they stay stopped for the session.
-    revoked: Arc<Mutex<HashSet<String>>>,
+    pub(crate) revoked: Arc<Mutex<HashSet<String>>>,
+    /// The client's capabilities, forwarded (`capabilities.rs`).
+    pub(crate) bridge: exthost::process::ClientBridge,
 }
 
 /// The stable code of a call of a hidden tool (in the JSON-RPC error's
@@ -114,6 +116,7 @@ impl Gateway {
             shape,
             idle: Arc::default(),
             revoked: Arc::default(),
+            bridge: super::capabilities::bridge(),
         }
     }
 
@@ -245,7 +248,10 @@ impl Gateway {
                 }
                 let drifted = extension.as_deref().and_then(|id| {
                     let cause = e.cause_code()?;
-                    let tool = self.shape.drifted_tool(id, cause)?;
+                    let tool = self
+                        .shape
+                        .drifted_tool(id, cause)
+                        .or_else(|| super::offered::drifted_item(self, id, cause))?;
                     if let Ok(mut revoked) = self.revoked.lock() {
                         revoked.insert(id.to_owned());
                     }
@@ -263,7 +269,7 @@ impl Gateway {
 
     /// Reloads `id` (a fresh process) when its backend died, once, however
     /// many calls arrive together.
-    async fn restart_if_gone(&self, id: &str) -> Result<(), exthost::host::HostError> {
+    pub(crate) async fn restart_if_gone(&self, id: &str) -> Result<(), exthost::host::HostError> {
         let gate = self.gate(id);
         let _held = gate.lock().await;
         let flagged = self
