@@ -3,9 +3,9 @@
 //! test records the run, so a trace replay sees all of them.
 //!
 //! Architecture invariants:
-//! - The only module of `host/` that holds a [`HostCore`]; the shell owns
-//!   the one [`CoreLink`] and calls it under its lock, so inputs and
-//!   questions are recorded in the order the core saw them.
+//! - The only module of `host/` that makes or holds a [`HostCore`]; the
+//!   shell owns the one [`CoreLink`] and calls it under its lock, so inputs
+//!   and questions are recorded in the order the core saw them.
 //! - Depends on `trace` only. It decides nothing: each method is the
 //!   core's method of the same name, recorded.
 
@@ -15,11 +15,11 @@ use std::time::Duration;
 use exthost_core::{
     AdmittedCall, Awaiting, CallId, CallRefused, CallVerdict, ContextId, DeadlineStep, Deadlines,
     DefinitionMeta, DiscoveryError, DormantCall, Effect, Executor, HostCore, Input, OpId, OpKind,
-    Placement, ProtocolError, ProviderSelection, Registered, Registration, Requested, Settled,
-    Status, ToolRegistry,
+    Placement, ProtocolError, ProviderSelection, Registered, Registration, RegistryError,
+    Requested, Settled, Status, ToolRef, ToolRegistry, ToolSpec,
 };
 
-use super::trace::{CoreCall, Query, Recorder};
+use super::trace::{CoreCall, Query, Recorder, TraceEvent};
 
 /// The core, the host's deadlines every timing question is asked against,
 /// and the recording of both.
@@ -30,12 +30,23 @@ pub(crate) struct CoreLink {
 }
 
 impl CoreLink {
-    pub fn new(core: HostCore, deadlines: Deadlines, recorder: Option<Arc<Recorder>>) -> Self {
-        Self {
+    /// A new core with these base tools (recorded first, when recording),
+    /// and the handles it gave them, in order.
+    pub fn create(
+        base_tools: Vec<ToolSpec>,
+        deadlines: Deadlines,
+        recorder: Option<Arc<Recorder>>,
+    ) -> Result<(Self, Vec<ToolRef>), RegistryError> {
+        let (core, refs) = HostCore::new(&base_tools)?;
+        if let Some(recorder) = &recorder {
+            recorder.note(TraceEvent::Created(base_tools));
+        }
+        let link = Self {
             core,
             deadlines,
             recorder,
-        }
+        };
+        Ok((link, refs))
     }
 
     /// Records a call into the core, when recording.

@@ -83,7 +83,7 @@ use shell::Shell;
 use trace::caused_by;
 use tracing::Instrument;
 
-use exthost_core::{DormantCall, HostCore, OpKind, OpOutcome, ProviderSelection, Status};
+use exthost_core::{DormantCall, OpKind, OpOutcome, ProviderSelection, Status};
 
 static NEXT_HOST_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -155,16 +155,12 @@ impl ExtensionHost {
     /// (`TOOL_NAME_INVALID`) or repeated (`TOOL_DUPLICATE`).
     pub fn new(options: HostOptions) -> Result<Self, HostError> {
         let specs: Vec<_> = options.base_tools.iter().map(|(d, _)| d.spec()).collect();
-        let (core, refs) =
-            HostCore::new(&specs).map_err(|reason| HostError::InvalidBaseTool { reason })?;
-        if let Some(recorder) = &options.recorder {
-            recorder.note(TraceEvent::Created(specs));
-        }
+        let (link, refs) = CoreLink::create(specs, options.deadlines, options.recorder.clone())
+            .map_err(|reason| HostError::InvalidBaseTool { reason })?;
         let mut tools = RedBlackTreeMapSync::new_sync();
         for (r, (descriptor, tool)) in refs.into_iter().zip(options.base_tools) {
             tools.insert_mut(r, Arc::new(snapshot::ToolHandler { descriptor, tool }));
         }
-        let link = CoreLink::new(core, options.deadlines, options.recorder.clone());
         Ok(Self {
             inner: Arc::new(Inner::new(
                 NEXT_HOST_ID.fetch_add(1, Ordering::Relaxed),
