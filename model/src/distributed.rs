@@ -36,8 +36,9 @@
 //! `serde-state` feature), so a change of either flows through. Within
 //! one process timely moves them without encoding them.
 //!
-//! Architecture invariant: builds on `crate::model` only; `crate::run`
-//! builds the report from what it returns.
+//! Architecture invariant: builds on `crate::model` and on
+//! `crate::swarm`'s pending `eventually` bits; `crate::run` builds the
+//! report from what it returns.
 
 mod net;
 mod search;

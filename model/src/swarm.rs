@@ -76,6 +76,26 @@ fn fingerprint(s: &State) -> u64 {
     h.finish()
 }
 
+/// The index of each `eventually` property among `properties`, by its
+/// bit in a path's pending set, and the set with every bit on (a path
+/// starts with every `eventually` property pending). The swarm and the
+/// distributed search (`crate::distributed`) carry the set with a state.
+pub(crate) fn eventually_bits(properties: &[stateright::Property<HostModel>]) -> (Vec<usize>, u64) {
+    let eventually: Vec<usize> = properties
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.expectation == Expectation::Eventually)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(eventually.len() <= 64, "too many eventually properties");
+    let all_pending = if eventually.is_empty() {
+        0
+    } else {
+        u64::MAX >> (64 - eventually.len())
+    };
+    (eventually, all_pending)
+}
+
 /// One pending state of a member's search.
 struct Job {
     state: State,
@@ -90,18 +110,7 @@ struct Job {
 /// explored or none is left.
 pub fn run_member(model: &HostModel, seed: u64, budget: usize) -> Member {
     let properties = model.properties();
-    let eventually: Vec<usize> = properties
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.expectation == Expectation::Eventually)
-        .map(|(i, _)| i)
-        .collect();
-    assert!(eventually.len() <= 64, "too many eventually properties");
-    let all_pending = if eventually.is_empty() {
-        0
-    } else {
-        u64::MAX >> (64 - eventually.len())
-    };
+    let (eventually, all_pending) = eventually_bits(&properties);
     let mut rng = SplitMix(seed);
     let mut visited: HashSet<u64> = HashSet::new();
     let mut discoveries: HashMap<&'static str, Vec<Action>> = HashMap::new();

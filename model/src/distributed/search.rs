@@ -321,18 +321,7 @@ pub(super) fn run(
     let index = worker.index();
     let peers = worker.peers();
     let properties = model.properties();
-    let eventually: Vec<usize> = properties
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.expectation == Expectation::Eventually)
-        .map(|(i, _)| i)
-        .collect();
-    assert!(eventually.len() <= 64, "too many eventually properties");
-    let all_pending = if eventually.is_empty() {
-        0
-    } else {
-        u64::MAX >> (64 - eventually.len())
-    };
+    let (eventually, all_pending) = crate::swarm::eventually_bits(&properties);
     let found = vec![None; properties.len()];
     let told = vec![false; properties.len()];
     let owner = Rc::new(RefCell::new(Some(Owner {
