@@ -4,6 +4,7 @@
 //! exthost-model check [--mutant NAME] [--seed S] [--threads N] [--json]    the default check
 //! exthost-model check --full|--base|--ci|--lifecycle [bounds] [--json]      one exhaustive search
 //! exthost-model check --swarm I/N [--seed S] [--json]                       one swarm shard
+//! exthost-model check --full|... --workers N [--hosts FILE --process I]    one search, distributed
 //! exthost-model mutants [--whole] [--threads N] [--json]
 //! exthost-model plan
 //! exthost-model explore [bounds] [--mutant NAME] [--port N]
