@@ -500,7 +500,7 @@ async fn list_live(
     let Runtime::Process(process) = manifest.runtime() else {
         return Err(("not_a_process_extension".to_owned(), String::new()));
     };
-    let deadlines = exthost::process::Deadlines::of(process);
+    let deadlines = exthost::process::ProcessTimeouts::of(process);
     // The same manifest without `deferred` (so the live list is not checked
     // against the declarations being replaced) and without `dependencies`
     // (it is started alone).

@@ -84,9 +84,10 @@ pub const DEFAULT_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The JSON-RPC method of forwarded host events; params `{name, payload}`.
 pub const EVENT_METHOD: &str = "exthost/event";
 
-/// The deadlines of one process extension.
+/// The timeouts of one process extension (the manifest's `runtime.*TimeoutMs`,
+/// or the defaults); the host's own deadlines are `exthost_core::Deadlines`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlines {
+pub struct ProcessTimeouts {
     /// Spawn, `initialize`, `notifications/initialized` and every
     /// `tools/list` page, together.
     pub startup: Duration,
@@ -97,7 +98,7 @@ pub struct Deadlines {
     pub shutdown_grace: Duration,
 }
 
-impl Deadlines {
+impl ProcessTimeouts {
     /// The manifest's values, or the defaults.
     pub fn of(runtime: &ProcessRuntime) -> Self {
         let ms = Duration::from_millis;
@@ -213,7 +214,7 @@ impl ProcessExtension {
     async fn start(&self, cx: ActivationContext) -> Result<(), ExtensionError> {
         let id = self.manifest.id().to_owned();
         let context = format!("process extension {id:?}");
-        let deadlines = Deadlines::of(&self.runtime);
+        let deadlines = ProcessTimeouts::of(&self.runtime);
         // P-4: a generation started while the latest child still serves (a
         // `list_changed` swap, or an explicit reload) runs on that child:
         // it lists again and registers fresh proxies on the same session.
@@ -319,7 +320,7 @@ impl ProcessExtension {
         cx: ActivationContext,
         session: Arc<client::Session>,
         context: &str,
-        deadlines: Deadlines,
+        deadlines: ProcessTimeouts,
     ) -> Result<(), ExtensionError> {
         if let Err(e) = self.on_dispose_release(&cx, &session, deadlines, context) {
             if session.release() {
@@ -359,7 +360,7 @@ impl ProcessExtension {
         &self,
         cx: &ActivationContext,
         session: &Arc<client::Session>,
-        deadlines: Deadlines,
+        deadlines: ProcessTimeouts,
         context: &str,
     ) -> Result<(), ExtensionError> {
         let (s, m, grace) = (
@@ -388,7 +389,7 @@ impl ProcessExtension {
         cx: &ActivationContext,
         session: &Arc<client::Session>,
         (tools, offered): &(Vec<rmcp::model::Tool>, offerings::Offerings),
-        deadlines: Deadlines,
+        deadlines: ProcessTimeouts,
         context: &str,
     ) -> Result<(), ExtensionError> {
         let whole: Vec<Value> = tools
@@ -560,7 +561,7 @@ mod tests {
         let Runtime::Process(runtime) = m.runtime() else {
             panic!("a process runtime")
         };
-        let d = Deadlines::of(runtime);
+        let d = ProcessTimeouts::of(runtime);
         assert_eq!(d.startup, Duration::from_millis(1500));
         assert_eq!(d.call, Some(Duration::from_millis(250)));
         assert_eq!(d.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
@@ -572,8 +573,8 @@ mod tests {
             panic!("a process runtime")
         };
         assert_eq!(
-            Deadlines::of(runtime),
-            Deadlines {
+            ProcessTimeouts::of(runtime),
+            ProcessTimeouts {
                 startup: DEFAULT_STARTUP_TIMEOUT,
                 call: None,
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE
