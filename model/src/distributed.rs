@@ -178,6 +178,15 @@ pub struct Live {
     pub max_depth: AtomicU64,
 }
 
+/// Counts a worker as finished when dropped.
+struct Done(Arc<AtomicUsize>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// What a worker returns: worker 0 (of process 0) the gathered results,
 /// every other worker nothing.
 type Gathered = Option<trace::Gathered>;
@@ -214,10 +223,11 @@ pub fn run(
             guard,
             timely::WorkerConfig::default(),
             move |worker| -> Gathered {
+                // Counted when the worker ends, panicking or not, so the
+                // wait below ends and the join reports a panic.
+                let _done = Done(Arc::clone(&finished));
                 let searched = search::run(worker, &shared, &setup, &live);
-                let gathered = trace::run(worker, searched);
-                finished.fetch_add(1, Ordering::SeqCst);
-                gathered
+                trace::run(worker, searched)
             },
         )?
     };
