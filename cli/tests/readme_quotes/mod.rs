@@ -316,12 +316,23 @@ pub fn help_of(binary: &str, args: &[String]) -> (Option<i32>, String) {
     (output.status.code(), text)
 }
 
+/// A value the README leaves to the reader (`N`, `I/N`, `NAME`): capitals,
+/// digits, `_` and `/`, starting with a capital. It is checked as `1`,
+/// which every such value of both command lines parses.
+fn is_placeholder(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_uppercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '/')
+}
+
 /// What is wrong with the quotes of `program`, whose binary is `binary`:
 /// each must parse (its words up to a lone `--`, then `--help`, exit 0:
 /// clap refuses an unknown subcommand or flag before it reaches
 /// `--help`), and a span of flags only (`--seed`) must name flags that
 /// some subcommand's `--help` lists. A quote of one word that is not a
-/// subcommand is prose (`serve` is a quote, `emit` is not).
+/// subcommand is prose (`serve` is a quote, `emit` is not). A placeholder
+/// value (`--workers N`) is checked as `1`.
 pub fn problems(quotes: &[Quote], program: Program, binary: &str) -> Vec<String> {
     let (_, top) = help_of(binary, &[]);
     let subcommands = help_subcommands(&top);
@@ -335,7 +346,18 @@ pub fn problems(quotes: &[Quote], program: Program, binary: &str) -> Vec<String>
     }
     let mut out = Vec::new();
     for q in quotes.iter().filter(|q| q.program == program) {
-        let args: Vec<String> = q.args.iter().take_while(|a| *a != "--").cloned().collect();
+        let args: Vec<String> = q
+            .args
+            .iter()
+            .take_while(|a| *a != "--")
+            .map(|a| {
+                if is_placeholder(a) {
+                    "1".to_owned()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
         match args.first() {
             Some(flag) if flag.starts_with("--") && !q.named => {
                 for flag in args.iter().filter(|a| a.starts_with("--")) {
