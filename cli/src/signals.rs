@@ -37,6 +37,8 @@ pub struct Supervisor {
     first: Option<i32>,
     /// Signals received so far.
     count: u32,
+    /// One signal in all is enough to cut `dispose` short.
+    urgent: bool,
 }
 
 impl Supervisor {
@@ -50,6 +52,7 @@ impl Supervisor {
             terminate: signal(SignalKind::terminate())?,
             first: None,
             count: 0,
+            urgent: false,
         })
     }
 
@@ -81,7 +84,7 @@ impl Supervisor {
     pub async fn dispose<F: Future>(&mut self, dispose: F) -> Option<F::Output> {
         let mut dispose = std::pin::pin!(dispose);
         let out = loop {
-            if self.count >= 2 {
+            if self.count >= 2 || (self.urgent && self.count >= 1) {
                 containment::kill_all_extensions();
                 break None;
             }
@@ -92,6 +95,16 @@ impl Supervisor {
         };
         containment::kill_adopted();
         out
+    }
+
+    /// From now on the first signal cuts [`Supervisor::dispose`] short
+    /// (kills every hosted server's process group at once), not only the
+    /// second: for a run whose input ended, where a signal during the
+    /// shutdown is its client asking it to be gone now (the official MCP
+    /// SDKs close stdin, wait 2 s, then signal), and a backend still in its
+    /// shutdown ladder must not outlive it.
+    pub fn kill_on_first_signal(&mut self) {
+        self.urgent = true;
     }
 
     /// The signal that interrupted the run, if one did.
@@ -105,8 +118,9 @@ impl Supervisor {
         self.first.map(|n| 128 + n as u8)
     }
 
-    /// True when a second signal cut `dispose` short.
+    /// True when a signal cut `dispose` short (the second, or the first
+    /// after [`Supervisor::kill_on_first_signal`]).
     pub fn forced(&self) -> bool {
-        self.count >= 2
+        self.count >= 2 || (self.urgent && self.count >= 1)
     }
 }

@@ -310,6 +310,11 @@ async fn serve(
         (End::Input, None) => log.line("end of input: shutting down"),
         (End::Signal(name), None) => log.line(&format!("{name}: shutting down")),
     }
+    if matches!(end, End::Input) {
+        // The client closed stdin: a signal now means "be gone" (the SDKs
+        // signal 2 s after closing), so no backend outlives serve.
+        supervisor.kill_on_first_signal();
+    }
     let disposed = supervisor.dispose(host.dispose()).await;
     if let Some(gateway) = &gateway {
         let abandoned = gateway.abandoned_calls(Duration::from_secs(2)).await;
@@ -326,7 +331,7 @@ async fn serve(
             code = EXIT_FAILED;
         }
         None => {
-            log.line("a second signal: every server's process group was killed");
+            log.line("a signal during shutdown: every server's process group was killed");
             code = EXIT_FAILED;
         }
     }
