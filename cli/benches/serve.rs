@@ -1,4 +1,4 @@
-//! `exthost serve` as an agent meets it (issue 22; docs/performance.md):
+//! `exthost serve` as an agent meets it (docs/performance.md):
 //!
 //! * `list_10_declared`: from spawning `exthost serve` in front of ten locked
 //!   backends to its `tools/list` answer, against `start_all_10`: what an

@@ -161,7 +161,7 @@ impl<'a> DeadlineStep<'a> {
     }
 }
 
-/// Where a step of extension code runs (issue 23): in the task of whoever
+/// Where a step of extension code runs: in the task of whoever
 /// waits for it, or in a task of its own. The core decides it
 /// ([`HostCore::call_placement`](crate::HostCore::call_placement),
 /// [`HostCore::hook_placement`](crate::HostCore::hook_placement),
@@ -190,7 +190,7 @@ pub enum Placement {
 }
 
 /// What the executor of the waiting task can do while extension code
-/// blocks its thread (issue 23): the input that says whether a task of
+/// blocks its thread: the input that says whether a task of
 /// its own would hold a deadline better than the waiting task does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]

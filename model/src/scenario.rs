@@ -206,7 +206,7 @@ impl Bounds {
         }
     }
 
-    /// The default check's one search (issue 24): the default bounds
+    /// The default check's one search: the default bounds
     /// (three extensions, one from a manifest; two tools, one hook and two
     /// disposers per activation; three requests plus `dispose`; every
     /// fault point; one call, one deadline and one lost step per

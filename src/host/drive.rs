@@ -311,7 +311,7 @@ impl Driver {
             // allocation and every operation's future 144 bytes less
             // (1,040 to 896). Callgrind, `fixed_costs activate-nth-no-deadline`
             // and `emit`: 4 to 7 % fewer instructions per activation, 1 %
-            // per emit (docs/performance.md, eighth pass).
+            // per emit.
             Effect::RunHook { hooks, next, .. } => Box::pin(self.run_hooks(hooks, next)).await,
             Effect::RunCleanup { step, .. } => self.run_cleanup(step).await,
             other => tracing::error!(?other, "a command the operation driver does not perform"),

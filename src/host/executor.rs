@@ -6,7 +6,7 @@
 use exthost_core::Executor;
 
 /// The executor of the running task, as the core's placement asks for it
-/// (issue 23): one thread for a current-thread runtime, several for any
+///: one thread for a current-thread runtime, several for any
 /// other. Outside a tokio runtime it answers several, so the host behaves
 /// there as it did before this input existed (code under a deadline needs
 /// a runtime either way, for its timer or its task).

@@ -18,7 +18,7 @@
 //!   `reload.rs`: one operation each. `dispose.rs` and `reload.rs` share
 //!   the cleanup steps through `state.rs`; `activation.rs` still calls
 //!   `reload.rs` for a reload's candidate and commit (a reload is an
-//!   activation with another purpose), which is open work of issue 20.
+//!   activation with another purpose).
 //! - `probes.rs`: the seeded bugs' bodies, one statement at each site.
 //! - `canonical.rs`: the walk over every handle the host holds, for
 //!   canonical states (it builds on `state.rs` and on [`crate::canonical`]

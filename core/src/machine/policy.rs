@@ -157,7 +157,7 @@ impl HostCore {
 
     /// Where a call of a tool of `owner` (`None`: a base tool) runs, when
     /// the host's deadlines are `host` and the caller's executor is
-    /// `executor` (issue 23): in a task of its own, bounded by the
+    /// `executor`: in a task of its own, bounded by the
     /// deadline, when the caller can walk away from a call that goes on
     /// (`outlives_caller`: the caller passed a cancellation signal, on
     /// which it returns at once while the tool runs to its end and
@@ -179,7 +179,7 @@ impl HostCore {
         placement(deadline, executor)
     }
 
-    /// Where the hooks of an emit run (issue 23): in the operation's driver
+    /// Where the hooks of an emit run: in the operation's driver
     /// when the host has no hook deadline (nothing would stop waiting for
     /// a hook), or when the executor runs every task on one thread (each
     /// hook bounded there); else in tasks of their own under a watchdog.
@@ -188,7 +188,7 @@ impl HostCore {
         placement(self.deadline_for(host, DeadlineStep::Hooks), executor)
     }
 
-    /// Where the factory and `activate` of `id` run (issue 23): in the
+    /// Where the factory and `activate` of `id` run: in the
     /// operation's driver when no activation deadline applies (nothing
     /// would stop waiting for them), else in tasks of their own bounded by
     /// it. Changes nothing.
@@ -201,7 +201,7 @@ impl HostCore {
 }
 
 /// Where code bounded by `deadline` runs when nothing needs it to outlive
-/// its waiter (issue 23): in the waiting task when no deadline applies, or
+/// its waiter: in the waiting task when no deadline applies, or
 /// when a task of its own would hold it no better (one thread runs every
 /// task); else in a task of its own.
 fn placement(deadline: Option<Duration>, executor: Executor) -> Placement {

@@ -7,7 +7,7 @@
 //! back and the old one stays live, untouched (INV-11). A fresh generation that
 //! registers only tools the old one holds (the usual reload) gets the same
 //! candidate by replacing those entries in place, in fewer map updates
-//! (issue 11).
+//!.
 //!
 //! Architecture invariants:
 //! - The active slot is never taken while the fresh generation runs: the
