@@ -6,8 +6,7 @@
 //! shutdown's steps. If the fresh generation fails anywhere it is rolled
 //! back and the old one stays live, untouched (INV-11). A fresh generation that
 //! registers only tools the old one holds (the usual reload) gets the same
-//! candidate by replacing those entries in place, in fewer map updates
-//!.
+//! candidate by replacing those entries in place, in fewer map updates.
 //!
 //! Architecture invariants:
 //! - The active slot is never taken while the fresh generation runs: the
