@@ -16,9 +16,9 @@
 //!   ends the dataflow: there is no coordinator and no termination
 //!   protocol of our own.
 //! - An owner keeps, for each state, its parent's fingerprint and the
-//!   index of the action that led to it ([`Search::visited`]). After the
+//!   index of the action that led to it (`search::Visited`). After the
 //!   search a second dataflow walks each discovery back to the initial
-//!   state, hop by hop through the owners ([`trace`]), and worker 0
+//!   state, hop by hop through the owners (`distributed::trace`), and worker 0
 //!   replays the actions from the initial state
 //!   ([`stateright::Path::from_actions`]).
 //! - Properties are judged on each state as stateright's breadth-first
