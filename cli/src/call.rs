@@ -145,7 +145,7 @@ pub(crate) fn run(
         // The client capabilities `lock` and `serve` offer, so a server
         // lists what its lock pinned; with no client behind `call`, a
         // server's request for one is answered `CLIENT_NOT_CONNECTED`.
-        let bridge = crate::serve::capabilities::bridge();
+        let bridge = crate::offering::bridge();
         for found in &discovery.extensions {
             if let Some(monitor) = found.process() {
                 monitor.connect_client(bridge.clone());

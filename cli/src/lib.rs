@@ -48,6 +48,7 @@ pub mod example;
 mod explore;
 mod inspect;
 mod lock;
+mod offering;
 mod resources;
 mod serve;
 pub mod signals;

@@ -520,7 +520,7 @@ async fn list_live(
     })?;
     // The capabilities `serve` offers every backend: a server that lists
     // more tools to a capable client lists them here too.
-    monitor.connect_client(crate::serve::capabilities::bridge());
+    monitor.connect_client(crate::offering::bridge());
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", dir)])
         .map_err(|e| (e.code().to_owned(), e.to_string()))?;
     let host = ExtensionHost::new(

@@ -1,5 +1,5 @@
 //! The client's capabilities, forwarded: every backend is offered the same
-//! client capabilities ([`offered`]: sampling, roots with `listChanged`,
+//! client capabilities ([`crate::offering::offered`]: sampling, roots with `listChanged`,
 //! elicitation in form and URL mode), the set `exthost lock` offers too,
 //! so what a server lists under `serve` is what the lock pinned whatever
 //! the client declares. A backend's `sampling/createMessage`, `roots/list`
@@ -32,25 +32,10 @@ pub(crate) const CAPABILITY_MISSING: &str = "CLIENT_CAPABILITY_MISSING";
 /// Its JSON-RPC error code.
 pub(crate) const CAPABILITY_MISSING_RPC_CODE: i64 = -32031;
 
-/// The client capabilities every backend is offered, by `serve` and by
-/// `lock` alike.
-pub(crate) fn offered() -> Value {
-    json!({
-        "sampling": {},
-        "roots": {"listChanged": true},
-        "elicitation": {"form": {}, "url": {}}
-    })
-}
-
-/// A bridge offering [`offered`], connected to no client yet.
-pub(crate) fn bridge() -> ClientBridge {
-    ClientBridge::new(offered())
-}
-
 /// A bridge given to every process extension of `host` now (before any
 /// starts, eager ones included).
 pub(crate) fn bridge_for(host: &exthost::host::ExtensionHost, shape: &Shape) -> ClientBridge {
-    let bridge = bridge();
+    let bridge = crate::offering::bridge();
     for extension in host.extensions() {
         if let Some(monitor) = shape.monitor(&extension.id) {
             monitor.connect_client(bridge.clone());
@@ -260,7 +245,7 @@ mod tests {
             ("elicitation", None)
         );
         for key in ["sampling", "roots", "elicitation"] {
-            assert!(offered().get(key).is_some(), "{key}");
+            assert!(crate::offering::offered().get(key).is_some(), "{key}");
         }
     }
 }

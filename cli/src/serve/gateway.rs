@@ -116,7 +116,7 @@ impl Gateway {
             shape,
             idle: Arc::default(),
             revoked: Arc::default(),
-            bridge: super::capabilities::bridge(),
+            bridge: crate::offering::bridge(),
         }
     }
 
