@@ -18,7 +18,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 
 use super::answer;
-use super::listing::{self, close_names, find, owner_of};
+use super::listing::{close_names, find, owner_of};
 use super::log::Log;
 use super::shape::Shape;
 
@@ -80,7 +80,7 @@ pub(crate) struct Gateway {
     /// The whole tools and which are shown.
     pub(crate) shape: Arc<Shape>,
     /// Calls in flight per extension, for the idle stop (`idle.rs`).
-    pub(crate) idle: Arc<super::idle::Idle>,
+    pub(crate) idle: Arc<super::busy::Idle>,
     /// Extensions whose listed tools' other fields (title, annotations,
     /// output schema, ...) differed from their declarations: like a grant
     /// revoked by the host (M-5), they stay stopped for the session.
@@ -251,7 +251,7 @@ impl Gateway {
                     let tool = self
                         .shape
                         .drifted_tool(id, cause)
-                        .or_else(|| super::offered::drifted_item(self, id, cause))?;
+                        .or_else(|| self.shape.drifted_item(id, cause))?;
                     if let Ok(mut revoked) = self.revoked.lock() {
                         revoked.insert(id.to_owned());
                     }
@@ -311,33 +311,5 @@ impl Gateway {
                 }
             }
         });
-    }
-}
-
-/// Sends `notifications/tools/list_changed` whenever what `tools/list`
-/// shows changes (a backend's `list_changed` reload, a reload after a
-/// crash, the folder's change, shutdown), until the host or the client is
-/// gone.
-pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer>) {
-    let (host, shape) = (&gateway.host, &gateway.shape);
-    let mut changes = host.tool_changes();
-    let mut folder = shape.changes();
-    let mut last = listing::fingerprint(&host.tools(), shape);
-    loop {
-        // A publication of the host, or a change of the folder (`watch.rs`).
-        let folder_changed = tokio::select! {
-            alive = changes.changed() => if alive { false } else { return },
-            changed = folder.changed() => if changed.is_ok() { true } else { return },
-        };
-        let now = listing::fingerprint(&host.tools(), shape);
-        if now != last {
-            last = now;
-            if peer.notify_tool_list_changed().await.is_err() {
-                return;
-            }
-        }
-        if folder_changed && !super::watch::announce_listings(&gateway, &peer).await {
-            return;
-        }
     }
 }

@@ -5,6 +5,7 @@
 //! disposes everything in reverse order and leaves no process running.
 
 mod answer;
+mod busy;
 pub(crate) mod capabilities;
 mod catalog;
 mod gateway;
@@ -268,10 +269,7 @@ async fn serve(
         match rmcp::serve_server(gateway, transport).await {
             Ok(service) => {
                 let forwarder = (args.expose == Expose::Tools).then(|| {
-                    tokio::spawn(gateway::forward_list_changes(
-                        watcher,
-                        service.peer().clone(),
-                    ))
+                    tokio::spawn(watch::forward_list_changes(watcher, service.peer().clone()))
                 });
                 let _ = service.waiting().await;
                 if let Some(forwarder) = forwarder {

@@ -21,7 +21,7 @@
 use exthost::CancellationToken;
 use exthost::core::Status;
 use exthost::host::HostError;
-use exthost::manifest::{ListingKind, match_listing};
+use exthost::manifest::ListingKind;
 use exthost::process::{ProcessMonitor, RequestError};
 use rmcp::ErrorData as McpError;
 use rmcp::model::ErrorCode;
@@ -134,25 +134,6 @@ pub(crate) fn owner_of_plain_uri(gateway: &Gateway, uri: &str) -> Option<String>
     }
 }
 
-/// For an activation that failed because a pinned list differs from the
-/// server's listing (`cause` one of those reason codes): the first entry
-/// that differs.
-pub(crate) fn drifted_item(gateway: &Gateway, extension: &str, cause: &str) -> Option<String> {
-    let kind = ListingKind::ALL
-        .into_iter()
-        .find(|k| k.mismatch_code() == cause)?;
-    let (manifest, _) = gateway.shape.manifest(extension)?;
-    let live = gateway
-        .shape
-        .monitor(extension)?
-        .listed(kind)
-        .map(|l| l.as_ref().clone())
-        .unwrap_or_default();
-    match_listing(kind, manifest.declared_listing(kind)?, &live)
-        .err()
-        .map(|m| m.item().to_owned())
-}
-
 /// Whether a failed activation is a declaration mismatch (M-5): the host's
 /// own, or a pinned field or list that differs.
 fn drift(gateway: &Gateway, extension: &str, error: &HostError) -> Option<(String, String)> {
@@ -165,7 +146,7 @@ fn drift(gateway: &Gateway, extension: &str, error: &HostError) -> Option<(Strin
     let item = gateway
         .shape
         .drifted_tool(extension, cause)
-        .or_else(|| drifted_item(gateway, extension, cause))?;
+        .or_else(|| gateway.shape.drifted_item(extension, cause))?;
     Some((cause.to_owned(), item))
 }
 
@@ -228,7 +209,7 @@ pub(crate) async fn proxy(
             Some(json!({"code": "EXTENSION_NOT_PROCESS", "extension": extension})),
         ));
     };
-    super::capabilities::connect(gateway, &monitor);
+    monitor.connect_client(gateway.bridge.clone());
     // Held until the request has answered: an idle stop never meets it.
     let _busy = gateway.idle.enter(extension);
     if let Err(e) = gateway.restart_if_gone(extension).await {

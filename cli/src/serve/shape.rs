@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use exthost::host::{ManifestDiscovery, ToolInfo};
 use exthost::manifest::{
-    ExposeRules, FIELD_MISMATCH_REASON_CODES, MANIFEST_FILE_NAME, Manifest, Runtime,
-    load_manifest_file, match_tool_fields, split_runtime_tool_name,
+    ExposeRules, FIELD_MISMATCH_REASON_CODES, ListingKind, MANIFEST_FILE_NAME, Manifest, Runtime,
+    load_manifest_file, match_listing, match_tool_fields, split_runtime_tool_name,
 };
 use exthost::process::ProcessMonitor;
 use serde_json::Value;
@@ -178,7 +178,7 @@ impl Shape {
     /// The process extensions that stop when idle, with their timeouts: a
     /// removed one at once, others after their manifest's `idleTimeoutMs`,
     /// or else `default` (`serve --idle-stop`).
-    pub(crate) fn idle_backends(&self, default: Option<Duration>) -> Vec<super::idle::IdleBackend> {
+    pub(crate) fn idle_backends(&self, default: Option<Duration>) -> Vec<super::busy::IdleBackend> {
         self.read()
             .iter()
             .filter_map(|(id, e)| {
@@ -193,7 +193,7 @@ impl Shape {
                         .map(Duration::from_millis)
                         .or(default)?
                 };
-                Some(super::idle::IdleBackend {
+                Some(super::busy::IdleBackend {
                     id: id.clone(),
                     timeout,
                     grace: runtime.shutdown_timeout_ms().map_or(
@@ -299,5 +299,23 @@ impl Shape {
         match_tool_fields(e.manifest.as_ref()?.declared_tools(), &listed)
             .err()
             .map(|m| m.tool().to_owned())
+    }
+
+    /// For an activation that failed because a pinned list (prompts,
+    /// resources, resource templates) differs from the server's listing
+    /// (`cause` one of those reason codes): the first entry that differs.
+    pub(crate) fn drifted_item(&self, extension: &str, cause: &str) -> Option<String> {
+        let kind = ListingKind::ALL
+            .into_iter()
+            .find(|k| k.mismatch_code() == cause)?;
+        let (manifest, _) = self.manifest(extension)?;
+        let live = self
+            .monitor(extension)?
+            .listed(kind)
+            .map(|l| l.as_ref().clone())
+            .unwrap_or_default();
+        match_listing(kind, manifest.declared_listing(kind)?, &live)
+            .err()
+            .map(|m| m.item().to_owned())
     }
 }

@@ -25,7 +25,7 @@
 //!   reason code and message.
 //!
 //! Every change of what `tools/list` shows reaches the client as
-//! `notifications/tools/list_changed` (`gateway::forward_list_changes`),
+//! `notifications/tools/list_changed` ([`forward_list_changes`]),
 //! and every change of the folder as the prompts and resources
 //! `list_changed` too, when `serve` declares them ([`announce_listings`]).
 //! Log lines are escaped by [`Log::line`](super::log::Log::line), through
@@ -43,6 +43,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::gateway::Gateway;
+use super::listing;
 
 /// How long the folder must be quiet before a look.
 const QUIET: Duration = Duration::from_millis(200);
@@ -348,6 +349,34 @@ pub(crate) async fn watch(gateway: Gateway, dir: PathBuf) {
         // written into one after this look is seen by the next.
         folder.watch_folders(&mut watcher, &gateway);
         folder.look(&gateway);
+    }
+}
+
+/// Sends `notifications/tools/list_changed` whenever what `tools/list`
+/// shows changes (a backend's `list_changed` reload, a reload after a
+/// crash, the folder's change, shutdown), until the host or the client is
+/// gone.
+pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer>) {
+    let (host, shape) = (&gateway.host, &gateway.shape);
+    let mut changes = host.tool_changes();
+    let mut folder = shape.changes();
+    let mut last = listing::fingerprint(&host.tools(), shape);
+    loop {
+        // A publication of the host, or a change of the folder (`watch.rs`).
+        let folder_changed = tokio::select! {
+            alive = changes.changed() => if alive { false } else { return },
+            changed = folder.changed() => if changed.is_ok() { true } else { return },
+        };
+        let now = listing::fingerprint(&host.tools(), shape);
+        if now != last {
+            last = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+        if folder_changed && !announce_listings(&gateway, &peer).await {
+            return;
+        }
     }
 }
 
