@@ -22,10 +22,9 @@
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{ClientCapabilities, ClientNotification, RootsListChangedNotification};
+use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
-use super::client::Session;
-use super::monitor::ProcessMonitor;
 use crate::host::BoxFuture;
 
 /// The requests of a server that are forwarded to the client.
@@ -84,10 +83,17 @@ pub trait Upstream: Send + Sync + 'static {
     fn notify(&self, extension: &str, method: &str, params: Value);
 }
 
+/// A server's session as the bridge sees it: the peer to notify while the
+/// server runs (the client's session, `client.rs`).
+pub(crate) trait RunningServer: Send + Sync {
+    /// The session's peer, while the server runs.
+    fn peer(&self) -> Option<Peer<RoleClient>>;
+}
+
 struct BridgeState {
     offered: Value,
     upstream: RwLock<Option<Arc<dyn Upstream>>>,
-    sessions: Mutex<Vec<Weak<Session>>>,
+    sessions: Mutex<Vec<Weak<dyn RunningServer>>>,
 }
 
 /// What every process extension it is given to offers its server, and
@@ -147,7 +153,7 @@ impl ClientBridge {
     /// Sends `notifications/roots/list_changed` to every server that is
     /// running (the client's roots changed). Returns how many got it.
     pub async fn roots_list_changed(&self) -> usize {
-        let sessions: Vec<Arc<Session>> = match self.0.sessions.lock() {
+        let sessions: Vec<Arc<dyn RunningServer>> = match self.0.sessions.lock() {
             Ok(mut sessions) => {
                 sessions.retain(|s| s.strong_count() > 0);
                 sessions.iter().filter_map(Weak::upgrade).collect()
@@ -156,7 +162,7 @@ impl ClientBridge {
         };
         let mut sent = 0;
         for session in sessions {
-            let Ok(peer) = session.peer() else { continue };
+            let Some(peer) = session.peer() else { continue };
             let notification = ClientNotification::RootsListChangedNotification(
                 RootsListChangedNotification::default(),
             );
@@ -169,10 +175,10 @@ impl ClientBridge {
 
     /// Remembers a running server's session (weakly), for
     /// [`ClientBridge::roots_list_changed`].
-    pub(crate) fn register(&self, session: &Arc<Session>) {
+    pub(crate) fn register(&self, session: Weak<dyn RunningServer>) {
         if let Ok(mut sessions) = self.0.sessions.lock() {
             sessions.retain(|s| s.strong_count() > 0);
-            sessions.push(Arc::downgrade(session));
+            sessions.push(session);
         }
     }
 
@@ -204,21 +210,5 @@ impl ClientBridge {
         if let Some(upstream) = self.upstream() {
             upstream.notify(extension, method, params);
         }
-    }
-}
-
-impl ProcessMonitor {
-    /// Gives the extension the bridge to the client in front of the host:
-    /// its next start offers the bridge's capabilities, and its server's
-    /// requests and notifications for the client go through it. A server
-    /// already running keeps what it was offered.
-    pub fn connect_client(&self, bridge: ClientBridge) {
-        if let Ok(mut slot) = self.0.bridge.lock() {
-            *slot = Some(bridge);
-        }
-    }
-
-    pub(crate) fn client_bridge(&self) -> Option<ClientBridge> {
-        self.0.bridge.lock().ok().and_then(|b| b.clone())
     }
 }

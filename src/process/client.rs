@@ -323,3 +323,9 @@ impl Session {
         }
     }
 }
+
+impl super::bridge::RunningServer for Session {
+    fn peer(&self) -> Option<Peer<RoleClient>> {
+        Session::peer(self).ok()
+    }
+}

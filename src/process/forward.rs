@@ -20,7 +20,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::ClientBridge;
-use super::transport::{MAX_SERVER_ANSWER_BYTES, MAX_SERVER_REQUESTS_IN_FLIGHT, Outgoing};
+use super::transport::{
+    MAX_SERVER_ANSWER_BYTES, MAX_SERVER_REQUESTS_IN_FLIGHT, Outgoing, ServerRequests,
+};
 
 /// One extension's forwarding: its bridge, its id, and the requests
 /// waiting for the client (by their JSON id).
@@ -41,10 +43,12 @@ impl Forwarder {
             stop,
         }
     }
+}
 
+impl ServerRequests for Forwarder {
     /// Whether one more request of `bytes` may wait for the client; when
     /// it may, its bytes are counted in `queued`.
-    pub(crate) fn has_room(&self, bytes: usize, queued: &AtomicUsize) -> bool {
+    fn has_room(&self, bytes: usize, queued: &AtomicUsize) -> bool {
         let waiting = self.waiting.lock().map_or(usize::MAX, |w| w.len());
         waiting < MAX_SERVER_REQUESTS_IN_FLIGHT
             && queued
@@ -55,9 +59,9 @@ impl Forwarder {
     }
 
     /// Sends the request to the client and queues the answer for the
-    /// child; `counted` bytes (reserved by [`Forwarder::has_room`]) are
+    /// child; `counted` bytes (reserved by `has_room`) are
     /// released once the answer is written, or at once when none is.
-    pub(crate) fn forward(
+    fn forward(
         &self,
         id: Value,
         method: String,
@@ -110,7 +114,7 @@ impl Forwarder {
     /// Sees each message of the child on its way to rmcp: a
     /// `notifications/cancelled` for a request waiting for the client ends
     /// that wait.
-    pub(crate) fn on_message(&self, message: &RxJsonRpcMessage<RoleClient>) {
+    fn on_message(&self, message: &RxJsonRpcMessage<RoleClient>) {
         let JsonRpcMessage::Notification(notification) = message else {
             return;
         };

@@ -228,9 +228,13 @@ impl ProcessExtension {
         self.monitor.0.started(spawned.child.pid(), stderr_log);
         let fault = transport::FaultCell::default();
         let bridge = self.monitor.client_bridge();
-        let forwarder = bridge
-            .as_ref()
-            .map(|b| transport::Forwarder::new(b.clone(), id.clone(), fault.token()));
+        let forwarder = bridge.as_ref().map(|b| {
+            Box::new(forward::Forwarder::new(
+                b.clone(),
+                id.clone(),
+                fault.token(),
+            )) as Box<dyn transport::ServerRequests>
+        });
         let transport =
             transport::StdioTransport::new(spawned.stdout, spawned.stdin, fault.clone(), forwarder);
         let session = Arc::new(client::Session::new(
@@ -294,7 +298,7 @@ impl ProcessExtension {
         session.attach(service);
         self.monitor.0.set_session(&session);
         if let Some(bridge) = &bridge {
-            bridge.register(&session);
+            bridge.register(Arc::downgrade(&session) as std::sync::Weak<dyn bridge::RunningServer>);
         }
 
         self.register_generation(&cx, &session, &tools, deadlines, &context)?;

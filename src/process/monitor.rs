@@ -5,9 +5,21 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use std::time::Duration;
+
+use rmcp::model::{ClientRequest, CustomRequest};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::bridge::ClientBridge;
 use super::client::Session;
+use super::error::{ProcessFault, bounded};
+use super::offerings::{PROXIED_METHODS, RequestError, result_json};
+use super::proxy::{CancelOnDrop, past};
 use super::shutdown::ShutdownOutcome;
 use super::stderr::StderrDiagnostic;
+use crate::manifest::ListingKind;
 
 /// The outcome of one `notifications/tools/list_changed` (P-4). A burst
 /// of announcements that arrive while one is being handled is handled once
@@ -236,5 +248,84 @@ impl ProcessMonitor {
             self.0.stopped(outcome);
         }
         outcome
+    }
+}
+
+impl ProcessMonitor {
+    /// Gives the extension the bridge to the client in front of the host:
+    /// its next start offers the bridge's capabilities, and its server's
+    /// requests and notifications for the client go through it. A server
+    /// already running keeps what it was offered.
+    pub fn connect_client(&self, bridge: ClientBridge) {
+        if let Ok(mut slot) = self.0.bridge.lock() {
+            *slot = Some(bridge);
+        }
+    }
+
+    pub(crate) fn client_bridge(&self) -> Option<ClientBridge> {
+        self.0.bridge.lock().ok().and_then(|b| b.clone())
+    }
+}
+
+impl ProcessMonitor {
+    /// The latest listing of `kind` (at a start or a reload), whole, as MCP
+    /// JSON objects in the server's order; `None` before the first listing
+    /// or when the server does not offer the capability.
+    pub fn listed(&self, kind: ListingKind) -> Option<Arc<Vec<Value>>> {
+        self.0
+            .offerings
+            .lock()
+            .ok()
+            .and_then(|o| o.get(kind).cloned().map(Arc::new))
+    }
+
+    /// Sends one request (`method` one of [`PROXIED_METHODS`], `params` its
+    /// params) to the running server and returns its result as JSON. The
+    /// caller's `cancel` sends `notifications/cancelled` and ends the wait;
+    /// `deadline`, when given, ends it with `EXTENSION_TIMEOUT`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: CancellationToken,
+        deadline: Option<Duration>,
+    ) -> Result<Value, RequestError> {
+        if !PROXIED_METHODS.contains(&method) {
+            return Err(RequestError::Unsupported);
+        }
+        let session = self.0.session().ok_or(RequestError::NotRunning)?;
+        let peer = session.peer().map_err(|_| RequestError::NotRunning)?;
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| RequestError::Fault(session.fault_of(&e)))?;
+        let mut abandon = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let timeout = past(deadline);
+        let outcome = tokio::select! {
+            outcome = handle.await_response() => outcome,
+            () = cancel.cancelled() => return Err(RequestError::Cancelled),
+            () = timeout => {
+                return Err(RequestError::Fault(ProcessFault::Timeout(format!(
+                    "no answer to {method} within {} ms",
+                    deadline.unwrap_or_default().as_millis()
+                ))));
+            }
+        };
+        abandon.id = None;
+        match outcome {
+            Ok(result) => Ok(result_json(&result)),
+            Err(ServiceError::McpError(data)) if session.fault.get().is_none() => {
+                Err(RequestError::Server {
+                    code: data.code.0,
+                    message: bounded(&data.message),
+                    data: data.data,
+                })
+            }
+            Err(e) => Err(RequestError::Fault(session.fault_of(&e))),
+        }
     }
 }

@@ -7,19 +7,13 @@
 //! `resources/unsubscribe`, `completion/complete`), with the caller's
 //! cancellation and the manifest's call deadline.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use rmcp::RoleClient;
-use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
-use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::model::ServerResult;
+use rmcp::service::Peer;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use super::error::{ProcessFault, bounded};
+use super::error::ProcessFault;
 use super::listing::{ListError, list_pages};
-use super::monitor::ProcessMonitor;
-use super::proxy::{CancelOnDrop, past};
 use crate::manifest::{ListingKind, ListingMismatch, Manifest, match_listing};
 
 /// What a server lists beside its tools; `None` where it does not declare
@@ -128,71 +122,8 @@ pub enum RequestError {
     Unsupported,
 }
 
-impl ProcessMonitor {
-    /// The latest listing of `kind` (at a start or a reload), whole, as MCP
-    /// JSON objects in the server's order; `None` before the first listing
-    /// or when the server does not offer the capability.
-    pub fn listed(&self, kind: ListingKind) -> Option<Arc<Vec<Value>>> {
-        self.0
-            .offerings
-            .lock()
-            .ok()
-            .and_then(|o| o.get(kind).cloned().map(Arc::new))
-    }
-
-    /// Sends one request (`method` one of [`PROXIED_METHODS`], `params` its
-    /// params) to the running server and returns its result as JSON. The
-    /// caller's `cancel` sends `notifications/cancelled` and ends the wait;
-    /// `deadline`, when given, ends it with `EXTENSION_TIMEOUT`.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        cancel: CancellationToken,
-        deadline: Option<Duration>,
-    ) -> Result<Value, RequestError> {
-        if !PROXIED_METHODS.contains(&method) {
-            return Err(RequestError::Unsupported);
-        }
-        let session = self.0.session().ok_or(RequestError::NotRunning)?;
-        let peer = session.peer().map_err(|_| RequestError::NotRunning)?;
-        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| RequestError::Fault(session.fault_of(&e)))?;
-        let mut abandon = CancelOnDrop {
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let timeout = past(deadline);
-        let outcome = tokio::select! {
-            outcome = handle.await_response() => outcome,
-            () = cancel.cancelled() => return Err(RequestError::Cancelled),
-            () = timeout => {
-                return Err(RequestError::Fault(ProcessFault::Timeout(format!(
-                    "no answer to {method} within {} ms",
-                    deadline.unwrap_or_default().as_millis()
-                ))));
-            }
-        };
-        abandon.id = None;
-        match outcome {
-            Ok(result) => Ok(result_json(&result)),
-            Err(ServiceError::McpError(data)) if session.fault.get().is_none() => {
-                Err(RequestError::Server {
-                    code: data.code.0,
-                    message: bounded(&data.message),
-                    data: data.data,
-                })
-            }
-            Err(e) => Err(RequestError::Fault(session.fault_of(&e))),
-        }
-    }
-}
-
 /// A server's result as JSON (rmcp typed it on the way in; serialising it
 /// gives the fields back).
-fn result_json(result: &ServerResult) -> Value {
+pub(crate) fn result_json(result: &ServerResult) -> Value {
     serde_json::to_value(result).unwrap_or(Value::Null)
 }

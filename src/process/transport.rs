@@ -37,7 +37,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::{ProcessFault, quote_prefix};
-pub(crate) use super::forward::Forwarder;
 
 /// The longest line accepted from a child, newline excluded (P-3).
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -132,7 +131,27 @@ pub(crate) struct StdioTransport {
     stop: CancellationToken,
     fault: FaultCell,
     /// Where the child's requests for the client go, when it has a bridge.
-    forwarder: Option<Forwarder>,
+    forwarder: Option<Box<dyn ServerRequests>>,
+}
+
+/// Where the child's requests for the client go (`forward.rs`, through the
+/// extension's bridge), as the transport's read loop hands them on.
+pub(crate) trait ServerRequests: Send + Sync {
+    /// Whether one more request of `bytes` may wait for the client; when
+    /// it may, its bytes are counted in `queued`.
+    fn has_room(&self, bytes: usize, queued: &AtomicUsize) -> bool;
+    /// Sends the request on and queues its answer for the child; `counted`
+    /// bytes (reserved by `has_room`) are released once it is written.
+    fn forward(
+        &self,
+        id: Value,
+        method: String,
+        params: Value,
+        counted: usize,
+        outgoing: &mpsc::Sender<Outgoing>,
+    );
+    /// Sees each message of the child on its way to rmcp.
+    fn on_message(&self, message: &RxJsonRpcMessage<RoleClient>);
 }
 
 impl StdioTransport {
@@ -144,7 +163,7 @@ impl StdioTransport {
         stdout: ChildStdout,
         stdin: ChildStdin,
         fault: FaultCell,
-        forwarder: Option<Forwarder>,
+        forwarder: Option<Box<dyn ServerRequests>>,
     ) -> Self {
         let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
         let in_flight = Arc::new(AtomicUsize::new(0));
