@@ -62,13 +62,31 @@ impl ToolSpec {
 #[cfg_attr(
     feature = "serde-state",
     derive(serde::Deserialize),
-    serde(from = "crate::wire::OwnerWire")
+    serde(from = "OwnerWire")
 )]
 pub enum Owner {
     /// A base tool given to the host at construction.
     Base,
     /// An extension, by id.
     Extension(Arc<str>),
+}
+
+/// The serialized form of an [`Owner`].
+#[cfg(feature = "serde-state")]
+#[derive(serde::Deserialize)]
+pub(crate) enum OwnerWire {
+    Base,
+    Extension(String),
+}
+
+#[cfg(feature = "serde-state")]
+impl From<OwnerWire> for Owner {
+    fn from(w: OwnerWire) -> Self {
+        match w {
+            OwnerWire::Base => Owner::Base,
+            OwnerWire::Extension(id) => Owner::extension(&id),
+        }
+    }
 }
 
 impl Owner {

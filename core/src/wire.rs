@@ -6,8 +6,8 @@
 //!
 //! - A [`Failure`]'s code is a `&'static str`: it comes back as the one
 //!   code of [`codes::ALL`] with that text.
-//! - An [`Owner`] serializes as `"Base"` or `{"Extension": id}`
-//!   (the product's form); [`OwnerWire`] reads that form back.
+//! - An [`Owner`](crate::registry::Owner) serializes as `"Base"` or `{"Extension": id}`
+//!   (the product's form); `registry::OwnerWire` reads that form back.
 //! - A [`FailureCause`] in a state goes through [`failure_cause`], which
 //!   keeps a declaration mismatch's message (the product's JSON leaves it
 //!   out).
@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::declarations::{DeclarationMismatch, MismatchReason};
 use crate::error::codes;
 use crate::outcome::{Failure, FailureCause};
-use crate::registry::{Owner, RegistryError};
+use crate::registry::RegistryError;
 
 /// The serialized form of a [`Failure`], whose code comes back as the
 /// code of [`codes::ALL`] with that text.
@@ -46,22 +46,6 @@ impl<'de> Deserialize<'de> for Failure {
             panicked: w.panicked,
             code,
         })
-    }
-}
-
-/// The serialized form of an [`Owner`].
-#[derive(Deserialize)]
-pub(crate) enum OwnerWire {
-    Base,
-    Extension(String),
-}
-
-impl From<OwnerWire> for Owner {
-    fn from(w: OwnerWire) -> Self {
-        match w {
-            OwnerWire::Base => Owner::Base,
-            OwnerWire::Extension(id) => Owner::extension(&id),
-        }
     }
 }
 
