@@ -127,6 +127,13 @@ impl super::Manifest {
     pub fn declared_listing(&self, kind: ListingKind) -> Option<&[Value]> {
         self.deferred.listings.get(kind)
     }
+
+    /// Whether `deferred.completions` pins that the server offers argument
+    /// completion of its prompts and resource templates
+    /// (`completion/complete`).
+    pub fn declares_completions(&self) -> bool {
+        self.deferred.completions
+    }
 }
 
 /// A live listing that differs from its pinned list (M-5).
@@ -239,5 +246,23 @@ mod tests {
         for (kind, code) in ListingKind::ALL.iter().zip(LISTING_MISMATCH_REASON_CODES) {
             assert_eq!(kind.mismatch_code(), *code);
         }
+    }
+
+    #[test]
+    fn completions_are_pinned_by_a_boolean_and_absent_means_not_offered() {
+        let manifest = |deferred: serde_json::Value| {
+            crate::manifest::Manifest::from_value(json!({
+                "id": "e",
+                "runtime": {"kind": "process", "command": "node"},
+                "deferred": deferred
+            }))
+        };
+        let (pinned, _) = manifest(json!({"completions": true})).unwrap();
+        assert!(pinned.declares_completions());
+        let (absent, _) = manifest(json!({})).unwrap();
+        assert!(!absent.declares_completions());
+        let refused = manifest(json!({"completions": {}})).unwrap_err();
+        assert_eq!(refused.reason_code(), "invalid_field_type");
+        assert_eq!(refused.pointer(), "/deferred/completions");
     }
 }

@@ -176,6 +176,10 @@ pub(crate) struct Deferred {
     /// `prompts`, `resources` and `resourceTemplates`, when pinned.
     #[serde(flatten)]
     pub(crate) listings: super::listings::DeclaredListings,
+    /// `completions`: the server answers `completion/complete` (pinned by
+    /// `exthost lock`; `false` when absent).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) completions: bool,
 }
 
 impl Deferred {
@@ -184,6 +188,7 @@ impl Deferred {
             && self.providers.is_empty()
             && self.lifecycle.is_none()
             && self.listings.is_empty()
+            && !self.completions
     }
 }
 

@@ -606,6 +606,7 @@ const DEFERRED_FIELDS: &[&str] = &[
     "prompts",
     "resources",
     "resourceTemplates",
+    "completions",
 ];
 const TOOL_FIELDS: &[&str] = &[
     "name",
@@ -1105,11 +1106,26 @@ fn decode_deferred(
             listings.set(kind, decode_listing(kind, value, at.key(kind.key()))?);
         }
     }
+    let completions = match optional(&mut map, "completions") {
+        None => false,
+        Some(Value::Bool(offered)) => offered,
+        Some(other) => {
+            return fail(
+                R::InvalidFieldType,
+                at.key("completions"),
+                format!(
+                    "the completions pin must be a boolean, found {}",
+                    type_name(&other)
+                ),
+            );
+        }
+    };
     Ok(Deferred {
         tools,
         providers,
         lifecycle,
         listings,
+        completions,
     })
 }
 
