@@ -14,7 +14,9 @@
 //! server lists them. Its prompts, resources and resource templates are
 //! pinned the same way, whole, in `deferred.prompts`, `deferred.resources`
 //! and `deferred.resourceTemplates` (each written when the server declares
-//! the capability, removed when it does not). The server is offered the
+//! the capability, removed when it does not), and `deferred.completions`
+//! is `true` when the server answers argument completion (asked once,
+//! [`offers_completions`]). The server is offered the
 //! client capabilities `serve` offers every backend (sampling, roots,
 //! elicitation), so it lists what it lists under `serve`.
 //! `tools.register` is added to `permissions` when missing; every other
@@ -397,7 +399,7 @@ async fn lock_one(
         Ok(document) => document,
         Err(e) => return fail("invalid_json", format!("cannot parse the manifest: {e}")),
     };
-    let (live, offered) = match list_live(dir, folder, manifest, text).await {
+    let (live, offered, completions) = match list_live(dir, folder, manifest, text).await {
         Ok(live) => live,
         Err((code, message)) => return fail(&code, message),
     };
@@ -439,12 +441,21 @@ async fn lock_one(
         }
     }
     report.listings = listing_differences(manifest, &offered);
+    match (manifest.declares_completions(), completions) {
+        (false, true) => report
+            .listings
+            .push("completions: offered, not pinned yet".to_owned()),
+        (true, false) => report
+            .listings
+            .push("completions: no longer offered".to_owned()),
+        _ => {}
+    }
     report.permission_added = !manifest.has_permission(Permission::ToolsRegister);
 
     // The locked manifest, checked by the same validation as any manifest
     // (M-1, M-2): a live tool that cannot be declared is named, and nothing
     // is written.
-    let locked = render(&locked_document(document, &live, &offered));
+    let locked = render(&locked_document(document, &live, &offered, completions));
     if let Err(e) = parse_manifest(&locked) {
         let tool = tool_of_pointer(e.pointer()).and_then(|i| live.get(i).map(|t| t.name.clone()));
         let message = match &tool {
@@ -488,14 +499,15 @@ async fn lock_one(
 }
 
 /// Starts the extension of `manifest` alone, without its declarations and
-/// dependencies, reads its live tools from the host's snapshot and disposes
-/// the host. Errors are `(code, message)`.
+/// dependencies, reads its live tools from the host's snapshot, asks it
+/// whether it completes arguments ([`offers_completions`]) and disposes the
+/// host. Errors are `(code, message)`.
 async fn list_live(
     dir: &Path,
     folder: &Path,
     manifest: &Manifest,
     text: &str,
-) -> Result<(Vec<LiveTool>, Offered), (String, String)> {
+) -> Result<(Vec<LiveTool>, Offered, bool), (String, String)> {
     let id = manifest.id();
     let Runtime::Process(process) = manifest.runtime() else {
         return Err(("not_a_process_extension".to_owned(), String::new()));
@@ -532,9 +544,14 @@ async fn list_live(
     host.discover([definition]).map_err(|e| describe(&e))?;
     let activated = host.activate(id).await;
     let snapshot = host.tools();
+    let completions = match &activated {
+        Ok(_) => offers_completions(&monitor, process.call_timeout_ms()).await,
+        Err(_) => Ok(false),
+    };
     let disposed = host.dispose().await;
     activated.map_err(|e| describe(&e))?;
     disposed.map_err(|e| describe(&e))?;
+    let completions = completions?;
     let owner = Owner::extension(id);
     let prefix = format!("{id}:");
     // The whole tools as listed (the snapshot holds the name, description
@@ -564,7 +581,93 @@ async fn list_live(
             }
         })
         .collect();
-    Ok((tools, offered))
+    Ok((tools, offered, completions))
+}
+
+/// How long the completion question may take when the manifest sets no
+/// `callTimeoutMs`.
+const COMPLETION_PROBE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Whether the running server answers argument completion
+/// (`completion/complete`). Asked once, for an empty value of the first
+/// argument of its first prompt that has one, else of the first variable
+/// of its first resource template; a server that has neither has nothing
+/// to complete. A server without the `completions` capability answers
+/// "method not found" (-32601), as the MCP SDKs do; any other answer,
+/// a JSON-RPC error included, means it handles the method. A server that
+/// fails or does not answer within its `callTimeoutMs` (or
+/// [`COMPLETION_PROBE_DEADLINE`]) fails the lock with its code.
+async fn offers_completions(
+    monitor: &exthost::process::ProcessMonitor,
+    call_timeout_ms: Option<u64>,
+) -> Result<bool, (String, String)> {
+    use exthost::process::RequestError;
+    let Some(params) = completion_question(monitor) else {
+        return Ok(false);
+    };
+    let deadline = call_timeout_ms.map_or(COMPLETION_PROBE_DEADLINE, Duration::from_millis);
+    let answer = monitor
+        .request(
+            "completion/complete",
+            params,
+            exthost::CancellationToken::new(),
+            Some(deadline),
+        )
+        .await;
+    match answer {
+        Ok(_) => Ok(true),
+        Err(RequestError::Server { code, .. }) => Ok(code != METHOD_NOT_FOUND),
+        Err(RequestError::Fault(fault)) => Err((
+            fault.code().to_owned(),
+            format!("completion/complete: {}", fault.message()),
+        )),
+        Err(other) => Err((
+            "EXTENSION_NOT_RUNNING".to_owned(),
+            format!("completion/complete was not answered: {other:?}"),
+        )),
+    }
+}
+
+/// JSON-RPC's "method not found".
+const METHOD_NOT_FOUND: i32 = -32601;
+
+/// The `completion/complete` parameters [`offers_completions`] sends, from
+/// the server's latest listings.
+fn completion_question(monitor: &exthost::process::ProcessMonitor) -> Option<Value> {
+    let prompts = monitor.listed(ListingKind::Prompts).unwrap_or_default();
+    let prompt = prompts.iter().find_map(|p| {
+        let name = p.get("name")?.as_str()?;
+        let argument = p.get("arguments")?.get(0)?.get("name")?.as_str()?;
+        Some((name.to_owned(), argument.to_owned()))
+    });
+    if let Some((name, argument)) = prompt {
+        return Some(json!({
+            "ref": {"type": "ref/prompt", "name": name},
+            "argument": {"name": argument, "value": ""},
+        }));
+    }
+    let templates = monitor
+        .listed(ListingKind::ResourceTemplates)
+        .unwrap_or_default();
+    templates.iter().find_map(|t| {
+        let template = t.get("uriTemplate")?.as_str()?;
+        let variable = first_template_variable(template)?;
+        Some(json!({
+            "ref": {"type": "ref/resource", "uri": template},
+            "argument": {"name": variable, "value": ""},
+        }))
+    })
+}
+
+/// The first variable of an RFC 6570 URI template (`{resourceId}`,
+/// `{+path}`, `{?q,page}` give `resourceId`, `path`, `q`).
+fn first_template_variable(template: &str) -> Option<&str> {
+    let inside = template.split_once('{')?.1.split_once('}')?.0;
+    let name = inside
+        .trim_start_matches(['+', '#', '.', '/', ';', '?', '&'])
+        .split([',', ':', '*'])
+        .next()?;
+    (!name.is_empty()).then_some(name)
 }
 
 /// What a server lists beside its tools, in the order of
@@ -635,7 +738,12 @@ fn tool_of_pointer(pointer: &str) -> Option<usize> {
 
 /// `document` with `deferred.tools` set to `live` and `tools.register` in
 /// `permissions`; every other key kept where it was.
-fn locked_document(document: Json, live: &[LiveTool], offered: &Offered) -> Json {
+fn locked_document(
+    document: Json,
+    live: &[LiveTool],
+    offered: &Offered,
+    completions: bool,
+) -> Json {
     let Json::Object(mut fields) = document else {
         return document;
     };
@@ -691,6 +799,7 @@ fn locked_document(document: Json, live: &[LiveTool], offered: &Offered) -> Json
     }
     if let Some(Json::Object(deferred)) = field_mut(&mut fields, "deferred") {
         pin_listings(deferred, offered);
+        pin_completions(deferred, completions);
     }
     Json::Object(fields)
 }
@@ -721,6 +830,20 @@ fn pin_listings(deferred: &mut Vec<(String, Json)>, offered: &Offered) {
             }
             (None, None) => {}
         }
+    }
+}
+
+/// Sets `completions` to `true` in the `deferred` block (a new key goes
+/// last) when the server offers completions, removes it when not.
+fn pin_completions(deferred: &mut Vec<(String, Json)>, completions: bool) {
+    let at = deferred.iter().position(|(k, _)| k == "completions");
+    match (completions, at) {
+        (true, Some(i)) => deferred[i].1 = Json::Bool(true),
+        (true, None) => deferred.push(("completions".to_owned(), Json::Bool(true))),
+        (false, Some(i)) => {
+            deferred.remove(i);
+        }
+        (false, None) => {}
     }
 }
 
@@ -1077,6 +1200,19 @@ mod tests {
     fn a_pointer_names_its_tool_index() {
         assert_eq!(tool_of_pointer("/deferred/tools/12/description"), Some(12));
         assert_eq!(tool_of_pointer("/deferred/tools"), None);
+    }
+
+    #[test]
+    fn the_first_variable_of_a_uri_template() {
+        assert_eq!(
+            first_template_variable("demo://resource/dynamic/text/{resourceId}"),
+            Some("resourceId")
+        );
+        assert_eq!(first_template_variable("file:///{+path}"), Some("path"));
+        assert_eq!(first_template_variable("x://s{?q,page}"), Some("q"));
+        assert_eq!(first_template_variable("x://s/{var:3}"), Some("var"));
+        assert_eq!(first_template_variable("x://plain"), None);
+        assert_eq!(first_template_variable("x://{}"), None);
         assert_eq!(tool_of_pointer("/permissions/0"), None);
     }
 }

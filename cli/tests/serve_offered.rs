@@ -316,3 +316,98 @@ fn a_backend_asks_the_client_for_sampling_roots_and_elicitation_through_serve() 
     );
     assert_eq!(bare["asked"]["sampling"], json!([]));
 }
+
+#[test]
+fn lock_pins_completions_and_serve_completes_arguments_as_the_server_does_directly() {
+    let (dir, file) = locked_everything();
+    assert_eq!(read(&file)["deferred"]["completions"], json!(true));
+    let ext = text(&dir.path().join("everything"));
+    let steps = |prompt: &str, template: &str| {
+        json!([
+            {"op": "procs", "dir": ext},
+            {"op": "complete", "prompt": format!("{prompt}completable-prompt"),
+             "argument": {"name": "department", "value": "E"}},
+            {"op": "procs", "dir": ext},
+            {"op": "complete", "prompt": format!("{prompt}completable-prompt"),
+             "argument": {"name": "name", "value": ""}, "context": {"department": "Sales"}},
+            {"op": "complete",
+             "template": format!("{template}demo://resource/dynamic/text/{{resourceId}}"),
+             "argument": {"name": "resourceId", "value": "3"}},
+        ])
+    };
+    let through = drive(
+        false,
+        &steps("everything_", "exthost://everything/"),
+        &serve(dir.path()),
+    );
+    let entry = installed(
+        "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    let direct = drive(
+        false,
+        &steps("", ""),
+        &["node".to_owned(), text(&entry), "stdio".to_owned()],
+    );
+    let (t, d) = (&through["steps"], &direct["steps"]);
+    assert!(t[0]["capabilities"]["completions"].is_object(), "{through}");
+    assert_eq!(t[1]["count"], 0, "{through}");
+    assert_eq!(
+        t[3]["count"], 1,
+        "the first completion started the server: {through}"
+    );
+    assert_eq!(
+        t[2]["result"]["completion"]["values"],
+        json!(["Engineering"]),
+        "{through}"
+    );
+    assert_eq!(
+        t[4]["result"]["completion"]["values"],
+        json!(["David", "Eve", "Frank"]),
+        "the context reached the server: {through}"
+    );
+    for i in [2, 4, 5] {
+        assert_eq!(t[i]["result"], d[i]["result"], "step {i}: {through}");
+    }
+}
+
+#[test]
+fn without_the_pin_serve_offers_no_completion_and_lock_check_names_it() {
+    let (dir, file) = locked_everything();
+    let mut manifest = read(&file);
+    manifest["deferred"]
+        .as_object_mut()
+        .unwrap()
+        .remove("completions");
+    std::fs::write(&file, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let ext = text(&dir.path().join("everything"));
+    let report = drive(
+        false,
+        &json!([
+            {"op": "complete", "prompt": "everything_completable-prompt",
+             "argument": {"name": "department", "value": "E"}},
+            {"op": "procs", "dir": ext},
+        ]),
+        &serve(dir.path()),
+    );
+    let steps = &report["steps"];
+    assert!(
+        steps[0]["capabilities"].get("completions").is_none(),
+        "{report}"
+    );
+    assert_eq!(steps[1]["code"], -32601, "{report}");
+    assert!(
+        steps[1]["rpcError"]
+            .as_str()
+            .unwrap()
+            .contains("does not offer argument completion"),
+        "{report}"
+    );
+    assert_eq!(steps[2]["count"], 0, "nothing started: {report}");
+    exthost()
+        .args(["lock", "--check", &text(dir.path())])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "completions: offered, not pinned yet",
+        ));
+}

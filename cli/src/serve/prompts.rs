@@ -25,7 +25,7 @@ pub(crate) fn list(gateway: &Gateway) -> ListPromptsResult {
 
 /// The prompt a client named: its client-facing name, or a server's own
 /// name that exactly one extension lists.
-fn find(gateway: &Gateway, name: &str) -> Option<(String, Entry)> {
+pub(crate) fn find(gateway: &Gateway, name: &str) -> Option<(String, Entry)> {
     let named = offered::named_prompts(gateway);
     let mut plain = Vec::new();
     for (api, e) in named {
@@ -43,6 +43,14 @@ fn find(gateway: &Gateway, name: &str) -> Option<(String, Entry)> {
     (plain.len() == 1).then(|| plain.remove(0))
 }
 
+/// The error of a prompt name no extension has.
+pub(crate) fn not_found(name: &str) -> McpError {
+    McpError::invalid_params(
+        format!("PROMPT_NOT_FOUND: no prompt named {name:?}"),
+        Some(json!({"code": "PROMPT_NOT_FOUND", "prompt": name})),
+    )
+}
+
 /// Gets a prompt from its server, starting it if needed.
 pub(crate) async fn get(
     gateway: &Gateway,
@@ -50,10 +58,7 @@ pub(crate) async fn get(
     cancel: CancellationToken,
 ) -> Result<GetPromptResult, McpError> {
     let Some((own, entry)) = find(gateway, &request.name) else {
-        return Err(McpError::invalid_params(
-            format!("PROMPT_NOT_FOUND: no prompt named {:?}", request.name),
-            Some(json!({"code": "PROMPT_NOT_FOUND", "prompt": request.name})),
-        ));
+        return Err(not_found(&request.name));
     };
     let mut params = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
     params["name"] = Value::String(own);

@@ -146,6 +146,17 @@ impl Shape {
         Some((e.manifest.clone()?, e.removed))
     }
 
+    /// Whether a served extension (not removed) pins completions
+    /// (`deferred.completions`).
+    pub(crate) fn declares_completions(&self) -> bool {
+        self.read().values().any(|e| {
+            !e.removed
+                && e.manifest
+                    .as_ref()
+                    .is_some_and(Manifest::declares_completions)
+        })
+    }
+
     /// Presents a manifest: a new extension's (with its monitor), or a new
     /// manifest of a known one whose tools and runtime the host already
     /// holds (its `expose` rules or idle timeout changed), or a removed

@@ -94,6 +94,12 @@ async def one(session, step):
         await session.subscribe_resource(step["uri"])
         await session.unsubscribe_resource(step["uri"])
         return {"op": op, "ok": True}
+    if op == "complete":
+        ref = (types.PromptReference(type="ref/prompt", name=step["prompt"])
+               if "prompt" in step
+               else types.ResourceTemplateReference(type="ref/resource", uri=step["template"]))
+        result = await session.complete(ref, step["argument"], step.get("context"))
+        return {"op": op, "result": dump(result)}
     if op == "tools":
         return {"op": op, "names": [t.name for t in (await session.list_tools()).tools]}
     if op == "call":
