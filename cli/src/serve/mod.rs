@@ -8,6 +8,7 @@ mod answer;
 mod busy;
 pub(crate) mod capabilities;
 mod catalog;
+mod completion;
 mod gateway;
 mod idle;
 mod listing;
@@ -268,13 +269,12 @@ async fn serve(
         );
         match rmcp::serve_server(gateway, transport).await {
             Ok(service) => {
-                let forwarder = (args.expose == Expose::Tools).then(|| {
-                    tokio::spawn(watch::forward_list_changes(watcher, service.peer().clone()))
-                });
+                // Both modes: the catalog's search results change with the
+                // tools, as the listed tools do.
+                let forwarder =
+                    tokio::spawn(watch::forward_list_changes(watcher, service.peer().clone()));
                 let _ = service.waiting().await;
-                if let Some(forwarder) = forwarder {
-                    forwarder.abort();
-                }
+                forwarder.abort();
                 true
             }
             Err(e) => {
