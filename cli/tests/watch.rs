@@ -4,7 +4,9 @@
 //! last good definition and says a restart applies it; a manifest that
 //! turns invalid keeps the last good one and the log gives its reason; a
 //! removed one is no longer listed or callable, its backend stops, and put
-//! back it is served again. Real `serve` processes over stdio in front of
+//! back it is served again. With `--expose catalog` the same changes are
+//! announced, and searching finds what is served now. Real `serve`
+//! processes over stdio in front of
 //! real Python MCP servers; every wait polls under a bounded deadline.
 
 use std::path::Path;
@@ -136,4 +138,61 @@ fn a_folder_changed_while_serving() {
         n.contains(&"beta_read".to_owned())
     });
     assert_eq!(called(&serve.call("beta_read", json!({}))), "called read");
+}
+
+/// Polls `search_tools` (every tool) until `done` holds for the names it
+/// finds (at most [`BOUND`]).
+fn wait_for_search(serve: &mut Serve, what: &str, done: impl Fn(&[String]) -> bool) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let answer = serve.call("search_tools", json!({"query": "", "limit": 50}));
+        let found: Vec<String> = answer["result"]["structuredContent"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{what}: {answer}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        if done(&found) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: search_tools finds {found:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_catalog_announces_a_folder_change_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let staging = tempfile::tempdir().unwrap();
+    let (_logs, log) = log_file();
+    server_extension(dir.path(), "alpha", &tools(), json!({}));
+    lock(dir.path(), "alpha");
+    server_extension(staging.path(), "beta", &tools(), json!({}));
+    lock(staging.path(), "beta");
+    let mut serve = Serve::start(
+        dir.path(),
+        &["--expose", "catalog", "--log-file", log.to_str().unwrap()],
+    );
+    assert_eq!(
+        names(&mut serve),
+        ["search_tools", "describe_tool", "call_tool"]
+    );
+    serve.take_notifications(LIST_CHANGED, Duration::ZERO);
+
+    // Added: found by a search, and announced.
+    std::fs::rename(staging.path().join("beta"), dir.path().join("beta")).unwrap();
+    wait_for_search(&mut serve, "beta added", |n| {
+        n.contains(&"beta_read".to_owned())
+    });
+    assert!(serve.take_notifications(LIST_CHANGED, BOUND) > 0);
+
+    // Removed: no longer found, and announced again.
+    std::fs::rename(dir.path().join("beta"), staging.path().join("beta")).unwrap();
+    wait_for_search(&mut serve, "beta removed", |n| {
+        !n.iter().any(|name| name.starts_with("beta_")) && n.contains(&"alpha_read".to_owned())
+    });
+    assert!(serve.take_notifications(LIST_CHANGED, BOUND) > 0);
 }

@@ -24,8 +24,9 @@
 //! - **invalid**: the last good manifest stays live, and the log gives the
 //!   reason code and message.
 //!
-//! Every change of what `tools/list` shows reaches the client as
-//! `notifications/tools/list_changed` ([`forward_list_changes`]),
+//! Every change of the tools shown (what `tools/list` lists, or with
+//! `--expose catalog` what the catalog searches and describes) reaches the
+//! client as `notifications/tools/list_changed` ([`forward_list_changes`]),
 //! and every change of the folder as the prompts and resources
 //! `list_changed` too, when `serve` declares them ([`announce_listings`]).
 //! Log lines are escaped by [`Log::line`](super::log::Log::line), through
@@ -352,10 +353,11 @@ pub(crate) async fn watch(gateway: Gateway, dir: PathBuf) {
     }
 }
 
-/// Sends `notifications/tools/list_changed` whenever what `tools/list`
-/// shows changes (a backend's `list_changed` reload, a reload after a
-/// crash, the folder's change, shutdown), until the host or the client is
-/// gone.
+/// Sends `notifications/tools/list_changed` whenever the tools shown
+/// change (a backend's `list_changed` reload, a reload after a crash, the
+/// folder's change, shutdown), until the host or the client is gone. The
+/// same in both modes: with `--expose catalog` the three meta-tools stay,
+/// but what `search_tools` finds and `describe_tool` knows is what changed.
 pub(crate) async fn forward_list_changes(gateway: Gateway, peer: Peer<RoleServer>) {
     let (host, shape) = (&gateway.host, &gateway.shape);
     let mut changes = host.tool_changes();
