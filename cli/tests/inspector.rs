@@ -12,13 +12,12 @@
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod support;
 
-use support::{BOUND, read, repo};
+use support::{BOUND, read, repo, wait_bounded};
 
 /// The Inspector's launcher, installed by `scripts/install-test-servers`.
 fn inspector() -> PathBuf {
@@ -55,21 +54,12 @@ fn ask(request: &[&str]) -> (Option<i32>, Value, String) {
         .stderr(fs::File::create(&err).unwrap())
         .spawn()
         .expect("node on PATH");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the Inspector did not finish within {BOUND:?}; its stderr:\n{}",
-                fs::read_to_string(&err).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_bounded(&mut child, BOUND, "the Inspector", || {
+        format!(
+            "its stderr:\n{}",
+            fs::read_to_string(&err).unwrap_or_default()
+        )
+    });
     let stderr = fs::read_to_string(&err).unwrap_or_default();
     let stdout = fs::read_to_string(&out).unwrap();
     // A result goes to stdout (a tool's error result first, then the

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::paged::{SERVER, server_extension, three_tools, tool};
+use support::paged::{server_extension, server_source, three_tools, tool};
 use support::{BOUND, exthost, python, read, repo, stdout_of};
 
 /// Every file name of every extension folder of `dir` (to find a
@@ -40,7 +40,7 @@ fn lock_pins_every_page_keeps_other_fields_and_round_trips_with_check() {
     // version, no `tools.register` permission yet.
     let folder = dir.path().join("alpha");
     fs::create_dir_all(&folder).unwrap();
-    fs::write(folder.join("server.py"), SERVER).unwrap();
+    fs::write(folder.join("server.py"), server_source()).unwrap();
     fs::write(
         folder.join("tools.json"),
         serde_json::to_string(&three_tools()).unwrap(),

@@ -11,52 +11,24 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+
+use support::{installed, python, repo, wait_bounded};
+
 /// The most one scenario may take here.
 const BOUND: Duration = Duration::from_secs(180);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
 
 fn exthost() -> &'static str {
     env!("CARGO_BIN_EXE_exthost")
 }
 
-/// A file the test needs, or a loud failure saying how to install it.
-fn installed(relative: &str) -> PathBuf {
-    let path = repo().join(relative);
-    assert!(
-        path.exists(),
-        "{} is not installed: run scripts/install-test-servers (needs node, npm and python3)",
-        path.display()
-    );
-    path
-}
-
 /// The interpreter of the SDK's virtual environment.
 fn client_python() -> PathBuf {
     installed("test-servers/.venv/bin/python")
-}
-
-/// The real Python interpreter for the fixture backend (not a shim that
-/// needs the host's environment: children get a cleared one, P-1).
-fn backend_python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 on PATH");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    })
 }
 
 fn s(path: &Path) -> String {
@@ -127,7 +99,7 @@ impl Folder {
             id,
             &json!({
                 "id": id,
-                "runtime": {"kind": "process", "command": backend_python(),
+                "runtime": {"kind": "process", "command": python(),
                             "args": [s(&backend), s(&log)]},
                 "permissions": ["tools.register"]
             }),
@@ -155,17 +127,7 @@ impl Folder {
 /// Runs a command to its end within [`BOUND`], killing it past that.
 fn bounded(command: &mut Command) -> std::process::ExitStatus {
     let mut child = command.spawn().expect("spawn");
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("{command:?} did not finish within {BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_bounded(&mut child, BOUND, &format!("{command:?}"), String::new)
 }
 
 /// Drives `exthost serve DIR ARGS` through the Python SDK with `steps`
@@ -184,20 +146,12 @@ fn drive(folder: &Folder, steps: Value, args: &[&str]) -> Value {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("the SDK's python");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!(
-                "the client did not finish within {BOUND:?}; serve's log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_bounded(&mut child, BOUND, "the client", || {
+        format!(
+            "serve's log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    });
     let output = child.wait_with_output().unwrap();
     let serve_log = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
@@ -569,17 +523,7 @@ fn raw(dir: &Path, input: &[u8], args: &[&str]) -> (Option<i32>, Vec<Value>, Str
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
     });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("serve did not exit within {BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_bounded(&mut child, BOUND, "serve", String::new);
     writer.join().unwrap();
     let output = child.wait_with_output().unwrap();
     let lines = BufReader::new(&output.stdout[..])
@@ -740,14 +684,7 @@ fn sigterm_disposes_everything_and_exits_0() {
         .status()
         .unwrap();
     assert!(status.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < BOUND, "serve did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_bounded(&mut child, BOUND, "serve after SIGTERM", String::new);
     drop(stdin);
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();

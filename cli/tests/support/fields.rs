@@ -11,72 +11,33 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{BOUND, python, repo};
+use super::{BOUND, repo};
 
 /// A minimal MCP stdio server: answers `initialize`, `ping`, `tools/list`
 /// (from `tools.json` in its working directory, the extension's folder,
 /// read at each listing) and `tools/call` (text "called <name>").
-pub const SERVER: &str = r#"
-import json, sys
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-while True:
-    line = sys.stdin.readline()
-    if not line:
-        break
-    line = line.strip()
-    if not line:
-        continue
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    method = message.get("method")
-    params = message.get("params") or {}
+const HANDLER: &str = r#"
+def answer(method, params):
     if method == "initialize":
-        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                  "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "fields-fixture", "version": "1.0.0"}}
-    elif method == "tools/list":
+        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fields-fixture", "version": "1.0.0"}}
+    if method == "tools/list":
         with open("tools.json") as f:
-            result = {"tools": json.load(f)}
-    elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
-                  "isError": False}
-    elif method == "ping":
-        result = {}
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"],
-              "error": {"code": -32601, "message": "method not found"}})
-        continue
-    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            return {"tools": json.load(f)}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
+                "isError": False}
+    if method == "ping":
+        return {}
+    return None
+serve(answer)
 "#;
 
 /// Writes extension `id` into `dir/<id>/`: the fixture server, its tool
 /// list, and a manifest with `extra` fields merged in.
 pub fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> PathBuf {
-    let folder = dir.join(id);
-    fs::create_dir_all(&folder).unwrap();
-    fs::write(folder.join("server.py"), SERVER).unwrap();
-    set_tools(&folder.join("extension.json"), tools);
-    let mut manifest = json!({
-        "id": id,
-        "runtime": {
-            "kind": "process",
-            "command": python(),
-            "args": ["server.py"],
-            "startupTimeoutMs": 10000,
-            "shutdownTimeoutMs": 2000
-        }
-    });
-    if let (Some(m), Some(extra)) = (manifest.as_object_mut(), extra.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    let file = folder.join("extension.json");
-    fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-    file
+    super::fixture::extension(dir, id, HANDLER, &[], tools, extra)
 }
 
 /// Tools named `names`, each described "The <name> tool." with an object

@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests of `cli/tests`: the workspace
 //! root, the `exthost` binary under a time bound, the real Python
-//! interpreter, reading a manifest back, and two small Python fixture MCP
-//! servers (in [`fields`] and [`paged`]).
+//! interpreter, reading a manifest back, waiting for a child under a bound,
+//! and two small Python fixture MCP servers (in [`fields`] and [`paged`],
+//! their common part in [`fixture`]).
 //!
 //! Each test file is its own crate and declares `mod support;`, and each
 //! uses only some of these items, hence the module-wide allow below.
@@ -9,13 +10,15 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 pub mod fields;
+pub mod fixture;
 pub mod paged;
 
 /// The most any one `exthost lock` run, or any one answer of `serve`, may
@@ -69,4 +72,26 @@ pub fn read(file: &Path) -> Value {
 
 pub fn stdout_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Waits for `child` to exit, at most `bound`. Past it the child is killed
+/// and the test fails, naming `what` with `detail()` (a log, its stderr).
+pub fn wait_bounded(
+    child: &mut Child,
+    bound: Duration,
+    what: &str,
+    detail: impl Fn() -> String,
+) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {bound:?}\n{}", detail());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

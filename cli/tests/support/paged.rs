@@ -2,20 +2,16 @@
 //! `tools.json` next to it two per page, and its argument makes it exit at
 //! start, hang, or list 100 per page.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-
-use super::python;
 
 /// A minimal MCP stdio server: answers `initialize`, `ping` and
 /// `tools/list` (two tools per page, with `nextCursor`) from `tools.json`
 /// in its working directory (the extension's folder). `exit` exits at
 /// start; `hang` writes its pid to `pid` and never answers; `wide` lists
 /// 100 tools per page (one listing has at most 64 pages, P-7).
-pub const SERVER: &str = r#"
-import json, os, sys, time
+const HANDLER: &str = r#"
 mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
 page = 100 if mode == "wide" else 2
 if mode == "hang":
@@ -27,40 +23,29 @@ if mode == "exit":
     sys.exit(3)
 with open("tools.json") as f:
     tools = json.load(f)
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-while True:
-    line = sys.stdin.readline()
-    if not line:
-        break
-    line = line.strip()
-    if not line:
-        continue
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    method = message.get("method")
-    params = message.get("params") or {}
+def answer(method, params):
     if mode == "hang":
         time.sleep(3600)
     if method == "initialize":
-        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                  "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "lock-fixture", "version": "1.0.0"}}
-    elif method == "tools/list":
+        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "lock-fixture", "version": "1.0.0"}}
+    if method == "tools/list":
         start = int(params.get("cursor") or 0)
         result = {"tools": tools[start:start + page]}
         if start + page < len(tools):
             result["nextCursor"] = str(start + page)
-    elif method == "ping":
-        result = {}
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"],
-              "error": {"code": -32601, "message": "method not found"}})
-        continue
-    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return result
+    if method == "ping":
+        return {}
+    return None
+serve(answer)
 "#;
+
+/// The whole source of the fixture server (`server.py`).
+pub fn server_source() -> String {
+    super::fixture::source(HANDLER)
+}
 
 pub fn tool(name: &str, description: &str, schema: Value) -> Value {
     json!({"name": name, "description": description, "inputSchema": schema})
@@ -96,30 +81,5 @@ pub fn server_extension(
     mode: &str,
     extra: Value,
 ) -> PathBuf {
-    let folder = dir.join(id);
-    fs::create_dir_all(&folder).unwrap();
-    fs::write(folder.join("server.py"), SERVER).unwrap();
-    fs::write(
-        folder.join("tools.json"),
-        serde_json::to_string(tools).unwrap(),
-    )
-    .unwrap();
-    let mut manifest = json!({
-        "id": id,
-        "runtime": {
-            "kind": "process",
-            "command": python(),
-            "args": ["server.py", mode],
-            "startupTimeoutMs": 10000,
-            "shutdownTimeoutMs": 2000
-        }
-    });
-    if let (Some(m), Some(extra)) = (manifest.as_object_mut(), extra.as_object()) {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-    let file = folder.join("extension.json");
-    fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-    file
+    super::fixture::extension(dir, id, HANDLER, &[mode], tools, extra)
 }
