@@ -167,6 +167,12 @@ impl Session {
         !self.stop.is_cancelled() && self.fault.get().is_none() && self.peer().is_ok()
     }
 
+    /// True once the child has gone (it exited, crashed, closed its stdout
+    /// or was stopped): the session ended with `EXTENSION_PROCESS_EXITED`.
+    pub(crate) fn exited(&self) -> bool {
+        matches!(self.fault.get(), Some(ProcessFault::Exited(_)))
+    }
+
     /// Takes one more lease for a new generation, or `false` when the
     /// session has stopped serving (or its last lease is already gone).
     pub(crate) fn acquire(&self) -> bool {

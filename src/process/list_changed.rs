@@ -64,6 +64,28 @@ pub(crate) fn tool_keys(tools: &[rmcp::model::Tool]) -> Vec<ToolKey> {
     keys
 }
 
+/// The comparable form of a listing kept whole (MCP JSON), sorted by name.
+pub(crate) fn tool_keys_of(tools: &[Value]) -> Vec<ToolKey> {
+    let text = |t: &Value, key: &str| {
+        t.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut keys: Vec<ToolKey> = tools
+        .iter()
+        .map(|t| {
+            ToolKey::new(
+                &text(t, "name"),
+                &text(t, "description"),
+                t.get("inputSchema").unwrap_or(&Value::Null),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
 /// The comparable form of extension `extension`'s live (not dormant) tools
 /// in a snapshot, sorted by name.
 pub(crate) fn live_keys(snapshot: &ToolSnapshot, extension: &str) -> Vec<ToolKey> {

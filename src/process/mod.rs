@@ -27,12 +27,14 @@ pub mod containment;
 mod error;
 mod forward;
 mod group;
+pub mod lines;
 mod list_changed;
 mod listing;
 mod monitor;
 mod offerings;
 mod progress;
 mod proxy;
+mod restart;
 mod shutdown;
 mod spawn;
 mod stderr;
@@ -61,7 +63,7 @@ pub use error::{
     MAX_QUOTED_BYTES, ProcessFault, bounded, escape_json_text, escape_text, quote_prefix,
 };
 pub use listing::{MAX_LIST_BYTES, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
-pub use monitor::{ListChange, ProcessMonitor};
+pub use monitor::{ListChange, MAX_KEPT_SUBSCRIPTIONS, ProcessMonitor};
 pub use offerings::{PROXIED_METHODS, RequestError};
 pub use proxy::result_value;
 pub use shutdown::ShutdownOutcome;
@@ -91,7 +93,11 @@ pub struct ProcessTimeouts {
     /// Spawn, `initialize`, `notifications/initialized` and every
     /// `tools/list` page, together.
     pub startup: Duration,
-    /// Each `tools/call`; `None` waits as long as the caller does.
+    /// Each `tools/call`: the extension's call deadline, which the host
+    /// times ([`definition`] sets it with
+    /// [`ExtensionDefinition::with_call_deadline`]); `None` leaves the
+    /// host's. Also the bound of each forwarded event, else
+    /// [`DEFAULT_EVENT_TIMEOUT`].
     pub call: Option<Duration>,
     /// Each of the two waits of disposal (after closing stdin, after
     /// SIGTERM).
@@ -99,6 +105,14 @@ pub struct ProcessTimeouts {
 }
 
 impl ProcessTimeouts {
+    /// The timeouts of a `process` manifest; `None` for another runtime.
+    pub fn of_manifest(manifest: &Manifest) -> Option<Self> {
+        match manifest.runtime() {
+            Runtime::Process(runtime) => Some(Self::of(runtime)),
+            Runtime::InProcess => None,
+        }
+    }
+
     /// The manifest's values, or the defaults.
     pub fn of(runtime: &ProcessRuntime) -> Self {
         let ms = Duration::from_millis;
@@ -116,6 +130,7 @@ impl ProcessTimeouts {
 
 /// One MCP stdio server as an extension. Made by its definition's factory
 /// at each activation attempt; spawns nothing until `activate`.
+#[derive(Clone)]
 pub struct ProcessExtension {
     manifest: Arc<Manifest>,
     runtime: ProcessRuntime,
@@ -200,20 +215,44 @@ pub fn definition(
         ProcessExtension::new(&m, f.clone(), mon.clone())
             .ok_or_else(|| ExtensionError::new("not a process runtime"))
     };
-    Some((
-        ExtensionDefinition::from_manifest(manifest, factory),
-        monitor,
-    ))
+    let mut definition = ExtensionDefinition::from_manifest(manifest, factory);
+    // One call deadline: the manifest's `callTimeoutMs` is the extension's
+    // own call deadline (H-12), timed by the host like any extension's;
+    // without it the host's call deadline applies.
+    if let Some(call) = ProcessTimeouts::of_manifest(manifest).and_then(|t| t.call) {
+        definition = definition.with_call_deadline(call);
+    }
+    Some((definition, monitor))
 }
 
 fn host_error(context: &str, e: crate::host::HostError) -> ExtensionError {
     ExtensionError::new(format!("{context}: {e}"))
 }
 
+/// What a fresh child's handshake gives: its rmcp service, the sender and
+/// receiver of its `list_changed` signals, and its listings.
+pub(crate) struct Started {
+    pub(crate) service: rmcp::service::RunningService<rmcp::RoleClient, client::Handler>,
+    pub(crate) signals: (mpsc::UnboundedSender<()>, mpsc::UnboundedReceiver<()>),
+    pub(crate) listed: (Vec<rmcp::model::Tool>, offerings::Offerings),
+}
+
+/// A listing, whole, as MCP JSON objects in the server's order.
+pub(crate) fn whole_tools(tools: &[rmcp::model::Tool]) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+        .collect()
+}
+
 impl ProcessExtension {
+    /// "process extension <id>", the start of every error text.
+    pub(crate) fn context(&self) -> String {
+        format!("process extension {:?}", self.manifest.id())
+    }
+
     async fn start(&self, cx: ActivationContext) -> Result<(), ExtensionError> {
-        let id = self.manifest.id().to_owned();
-        let context = format!("process extension {id:?}");
+        let context = self.context();
         let deadlines = ProcessTimeouts::of(&self.runtime);
         // P-4: a generation started while the latest child still serves (a
         // `list_changed` swap, or an explicit reload) runs on that child:
@@ -221,8 +260,54 @@ impl ProcessExtension {
         if let Some(session) = self.monitor.0.reuse_session() {
             return self.start_on(cx, session, &context, deadlines).await;
         }
-        let spawned = spawn::spawn(&self.runtime, &self.folder)
-            .map_err(|f| f.to_extension_error(&context))?;
+        let (session, transport, bridge) = self.spawn_child(&context)?;
+        let live = Arc::new(restart::Live::new(
+            self.clone(),
+            session.clone(),
+            cx.host_handle(),
+            deadlines.startup,
+        ));
+
+        // The disposer first: a later failure, a cancellation or a deadline
+        // rolls back through it, so the child never outlives a failed start.
+        self.on_dispose_release(&cx, &live, deadlines, &context)?;
+
+        let started = self
+            .handshake(
+                &session,
+                transport,
+                bridge.as_ref(),
+                deadlines.startup,
+                cx.cancellation(),
+            )
+            .await?;
+        self.go_live(
+            &session,
+            started.service,
+            started.signals,
+            bridge,
+            cx.host_handle(),
+            deadlines.startup,
+        );
+        self.register_generation(&cx, &live, &started.listed, &context)
+    }
+
+    /// Spawns a child (P-1) with its bounded stderr, its transport and its
+    /// session, the leader watched from now on; the monitor records it.
+    pub(crate) fn spawn_child(
+        &self,
+        context: &str,
+    ) -> Result<
+        (
+            Arc<client::Session>,
+            transport::StdioTransport,
+            Option<ClientBridge>,
+        ),
+        ExtensionError,
+    > {
+        let id = self.manifest.id().to_owned();
+        let spawned =
+            spawn::spawn(&self.runtime, &self.folder).map_err(|f| f.to_extension_error(context))?;
         let stderr_log = Arc::new(Mutex::new(stderr::StderrDiagnostic::default()));
         stderr::capture(spawned.stderr, stderr_log.clone());
         self.monitor.0.started(spawned.child.pid(), stderr_log);
@@ -238,22 +323,33 @@ impl ProcessExtension {
         let transport =
             transport::StdioTransport::new(spawned.stdout, spawned.stdin, fault.clone(), forwarder);
         let session = Arc::new(client::Session::new(
-            id.clone(),
+            id,
             spawned.child,
             transport.closer(),
             fault,
         ));
         session.watch_leader();
+        Ok((session, transport, bridge))
+    }
 
-        // The disposer first: a later failure, a cancellation or a deadline
-        // rolls back through it, so the child never outlives a failed start.
-        self.on_dispose_release(&cx, &session, deadlines, &context)?;
-
+    /// `initialize`, `notifications/initialized` and every listing on a
+    /// fresh child, within `startup`. On failure the group is killed at
+    /// once and the error quotes the end of its stderr; on `cancel` the
+    /// error says so and the child is left to the disposer.
+    pub(crate) async fn handshake(
+        &self,
+        session: &Arc<client::Session>,
+        transport: transport::StdioTransport,
+        bridge: Option<&ClientBridge>,
+        startup: Duration,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Started, ExtensionError> {
+        let context = self.context();
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
         let handler = client::Handler {
-            list_changed: signals_tx,
+            list_changed: signals_tx.clone(),
             progress: session.progress.clone(),
-            bridge: bridge.clone().map(|b| (b, id.clone())),
+            bridge: bridge.cloned().map(|b| (b, self.manifest.id().to_owned())),
         };
         let handshake = async {
             let service = rmcp::serve_client(handler, transport).await.map_err(|e| {
@@ -273,45 +369,56 @@ impl ProcessExtension {
             Ok::<_, ProcessFault>((service, (tools, offered)))
         };
         let started = tokio::select! {
-            started = tokio::time::timeout(deadlines.startup, handshake) => started,
-            _ = cx.cancellation().cancelled() => {
+            started = tokio::time::timeout(startup, handshake) => started,
+            _ = cancel.cancelled() => {
                 return Err(ExtensionError::new(format!("{context}: activation cancelled")));
             }
         };
-        let (service, tools) = match started {
-            Ok(Ok(started)) => started,
-            Ok(Err(fault)) => {
-                session.kill_now().await;
-                self.monitor.0.stopped(Some(ShutdownOutcome::Killed));
-                return Err(self.with_stderr(fault.to_extension_error(&context)));
+        let fault = match started {
+            Ok(Ok((service, listed))) => {
+                return Ok(Started {
+                    service,
+                    signals: (signals_tx, signals_rx),
+                    listed,
+                });
             }
-            Err(_) => {
-                session.kill_now().await;
-                self.monitor.0.stopped(Some(ShutdownOutcome::Killed));
-                let fault = ProcessFault::Timeout(format!(
-                    "the server did not finish the handshake and tools/list within {} ms",
-                    deadlines.startup.as_millis()
-                ));
-                return Err(self.with_stderr(fault.to_extension_error(&context)));
-            }
+            Ok(Err(fault)) => fault,
+            Err(_) => ProcessFault::Timeout(format!(
+                "the server did not finish the handshake and tools/list within {} ms",
+                startup.as_millis()
+            )),
         };
+        session.kill_now().await;
+        self.monitor.0.stopped(Some(ShutdownOutcome::Killed));
+        Err(self.with_stderr(fault.to_extension_error(&context)))
+    }
+
+    /// A child that finished its handshake serves: the session keeps its
+    /// service, the monitor and the bridge know it, and its `list_changed`
+    /// watcher runs (P-4). Returns the sender of its watcher's signals.
+    pub(crate) fn go_live(
+        &self,
+        session: &Arc<client::Session>,
+        service: rmcp::service::RunningService<rmcp::RoleClient, client::Handler>,
+        (signals_tx, signals_rx): (mpsc::UnboundedSender<()>, mpsc::UnboundedReceiver<()>),
+        bridge: Option<ClientBridge>,
+        host: crate::host::HostHandle,
+        startup: Duration,
+    ) -> mpsc::UnboundedSender<()> {
         session.attach(service);
-        self.monitor.0.set_session(&session);
+        self.monitor.0.set_session(session);
         if let Some(bridge) = &bridge {
-            bridge.register(Arc::downgrade(&session) as std::sync::Weak<dyn bridge::RunningServer>);
+            bridge.register(Arc::downgrade(session) as std::sync::Weak<dyn bridge::RunningServer>);
         }
-
-        self.register_generation(&cx, &session, &tools, deadlines, &context)?;
-
         list_changed::Watcher {
-            session: Arc::downgrade(&session),
-            host: cx.host_handle(),
-            extension: id,
+            session: Arc::downgrade(session),
+            host,
+            extension: self.manifest.id().to_owned(),
             monitor: self.monitor.0.clone(),
-            deadline: deadlines.startup,
+            deadline: startup,
         }
         .spawn(session.stop.clone(), signals_rx);
-        Ok(())
+        signals_tx
     }
 
     /// A generation on the running child (P-4): one lease taken (by the
@@ -326,7 +433,13 @@ impl ProcessExtension {
         context: &str,
         deadlines: ProcessTimeouts,
     ) -> Result<(), ExtensionError> {
-        if let Err(e) = self.on_dispose_release(&cx, &session, deadlines, context) {
+        let live = Arc::new(restart::Live::new(
+            self.clone(),
+            session.clone(),
+            cx.host_handle(),
+            deadlines.startup,
+        ));
+        if let Err(e) = self.on_dispose_release(&cx, &live, deadlines, context) {
             if session.release() {
                 session.shutdown(deadlines.shutdown_grace).await;
             }
@@ -355,7 +468,7 @@ impl ProcessExtension {
                 .to_extension_error(context));
             }
         };
-        self.register_generation(&cx, &session, &tools, deadlines, context)
+        self.register_generation(&cx, &live, &tools, context)
     }
 
     /// Registers the disposer of one generation: it gives the generation's
@@ -363,53 +476,74 @@ impl ProcessExtension {
     fn on_dispose_release(
         &self,
         cx: &ActivationContext,
-        session: &Arc<client::Session>,
+        live: &Arc<restart::Live>,
         deadlines: ProcessTimeouts,
         context: &str,
     ) -> Result<(), ExtensionError> {
-        let (s, m, grace) = (
-            session.clone(),
-            self.monitor.clone(),
-            deadlines.shutdown_grace,
-        );
+        let (live, grace) = (live.clone(), deadlines.shutdown_grace);
         cx.on_dispose(move || async move {
-            if s.release() {
-                let pid = s.pid();
-                let outcome = s.shutdown(grace).await;
-                // A later child (a reload after a crash) may already be the
-                // monitor's: only the current one's outcome is recorded.
-                if outcome.is_some() && pid == m.0.current_pid() {
-                    m.0.stopped(outcome);
-                }
-            }
+            live.dispose(grace).await;
             Ok(())
         })
         .map_err(|e| host_error(context, e))
     }
 
-    /// One proxy per listed tool and the event hook, on `session`.
-    fn register_generation(
+    /// The checks of a listing beyond the host's own: every other field of
+    /// each declared tool, and the pinned prompts, resources and templates
+    /// (M-5). With `tools_too`, the declared names, descriptions and input
+    /// schemas as well (the host checks those at an activation, but not at
+    /// a restart, which it does not see).
+    pub(crate) fn check_listing(
         &self,
-        cx: &ActivationContext,
-        session: &Arc<client::Session>,
-        (tools, offered): &(Vec<rmcp::model::Tool>, offerings::Offerings),
-        deadlines: ProcessTimeouts,
+        tools: &[rmcp::model::Tool],
+        whole: &[Value],
+        offered: &offerings::Offerings,
         context: &str,
+        tools_too: bool,
     ) -> Result<(), ExtensionError> {
-        let whole: Vec<Value> = tools
-            .iter()
-            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-            .collect();
-        let checked = self.check_tool_fields(tools, &whole, context);
-        self.monitor.0.set_listed(whole);
-        checked?;
-        self.monitor.0.set_offerings(offered.clone());
+        if tools_too && !self.manifest.declared_tools().is_empty() {
+            let schemas: Vec<Value> = tools
+                .iter()
+                .map(|t| Value::Object((*t.input_schema).clone()))
+                .collect();
+            let registered = registered_tools(tools, &schemas);
+            self.manifest
+                .match_registered_tools(&registered)
+                .map_err(|mismatch| {
+                    ExtensionError::coded(
+                        mismatch.reason_code(),
+                        format!(
+                            "{context}: the restarted server does not list its declared tools: {}; \
+                             review the change, then run `exthost lock` to accept it",
+                            escape_text(mismatch.message())
+                        ),
+                    )
+                })?;
+        }
+        self.check_tool_fields(tools, whole, context)?;
         offerings::check_offerings(&self.manifest, offered).map_err(|mismatch| {
             ExtensionError::coded(
                 mismatch.reason_code(),
                 format!("{context}: {}", escape_text(mismatch.message())),
             )
-        })?;
+        })
+    }
+
+    /// One proxy per listed tool and the event hook, on `live`.
+    fn register_generation(
+        &self,
+        cx: &ActivationContext,
+        live: &Arc<restart::Live>,
+        (tools, offered): &(Vec<rmcp::model::Tool>, offerings::Offerings),
+        context: &str,
+    ) -> Result<(), ExtensionError> {
+        let whole = whole_tools(tools);
+        let checked = self.check_listing(tools, &whole, offered, context, false);
+        self.monitor.0.set_listed(whole.clone());
+        self.monitor.0.set_offerings(offered.clone());
+        checked?;
+        live.set_registered(whole);
+        self.monitor.0.set_live(live);
         for tool in tools {
             let descriptor = ToolDescriptor::new(
                 tool.name.to_string(),
@@ -417,9 +551,8 @@ impl ProcessExtension {
                 Value::Object((*tool.input_schema).clone()),
             );
             let proxy = proxy::ProxyTool {
-                session: session.clone(),
+                live: live.clone(),
                 name: tool.name.to_string(),
-                deadline: deadlines.call,
             };
             cx.register_tool(descriptor, proxy)
                 .map_err(|e| host_error(context, e))?;
@@ -427,10 +560,12 @@ impl ProcessExtension {
 
         if !self.manifest.hooks().is_empty() {
             let subscribed: Arc<Vec<String>> = Arc::new(self.manifest.hooks().to_vec());
-            let s = session.clone();
-            let limit = deadlines.call.unwrap_or(DEFAULT_EVENT_TIMEOUT);
+            let l = live.clone();
+            let limit = ProcessTimeouts::of(&self.runtime)
+                .call
+                .unwrap_or(DEFAULT_EVENT_TIMEOUT);
             cx.on_event(move |event: Arc<Event>| {
-                let (session, subscribed) = (s.clone(), subscribed.clone());
+                let (session, subscribed) = (l.current(), subscribed.clone());
                 async move { forward_event(&session, &subscribed, &event, limit).await }
             })
             .map_err(|e| host_error(context, e))?;
@@ -460,17 +595,7 @@ impl ProcessExtension {
             .iter()
             .map(|t| Value::Object((*t.input_schema).clone()))
             .collect();
-        let registered: Vec<crate::manifest::RegisteredTool<'_>> = tools
-            .iter()
-            .zip(&schemas)
-            .map(|(t, schema)| {
-                crate::manifest::RegisteredTool::new(
-                    &t.name,
-                    t.description.as_deref().unwrap_or_default(),
-                    schema,
-                )
-            })
-            .collect();
+        let registered = registered_tools(tools, &schemas);
         if self.manifest.match_registered_tools(&registered).is_err() {
             // The host's own check reports it, with its reason.
             return Ok(());
@@ -514,6 +639,25 @@ impl ProcessExtension {
             None => ExtensionError::new(text),
         }
     }
+}
+
+/// A listing as the declarations compare it: name, description and the
+/// input schema (`schemas`, one per tool, in order).
+fn registered_tools<'a>(
+    tools: &'a [rmcp::model::Tool],
+    schemas: &'a [Value],
+) -> Vec<crate::manifest::RegisteredTool<'a>> {
+    tools
+        .iter()
+        .zip(schemas)
+        .map(|(t, schema)| {
+            crate::manifest::RegisteredTool::new(
+                &t.name,
+                t.description.as_deref().unwrap_or_default(),
+                schema,
+            )
+        })
+        .collect()
 }
 
 /// P-2: a subscribed event as an `exthost/event` notification.

@@ -3,6 +3,7 @@
 //! ended, and what happened at each `list_changed` (P-4); and, kept weakly,
 //! the session the extension's generations share.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
 
 use std::time::Duration;
@@ -17,6 +18,7 @@ use super::client::Session;
 use super::error::{ProcessFault, bounded};
 use super::offerings::{PROXIED_METHODS, RequestError, result_json};
 use super::proxy::{CancelOnDrop, past};
+use super::restart::Live;
 use super::shutdown::ShutdownOutcome;
 use super::stderr::StderrDiagnostic;
 use crate::manifest::ListingKind;
@@ -85,9 +87,55 @@ pub(crate) struct MonitorState {
     pub(crate) offerings: Mutex<super::offerings::Offerings>,
     /// The client in front of the host, when the program gave one.
     pub(crate) bridge: Mutex<Option<super::bridge::ClientBridge>>,
+    /// The latest generation's child (weak, like the session), through
+    /// which a request restarts a child that exited.
+    live: Mutex<Weak<Live>>,
+    /// The resources the program subscribed to through
+    /// [`ProcessMonitor::request`], subscribed again on a restarted child
+    /// (at most [`MAX_KEPT_SUBSCRIPTIONS`]).
+    subscriptions: Mutex<BTreeSet<String>>,
 }
 
+/// At most this many subscriptions are kept to be renewed on a restarted
+/// child; later ones still reach the running child, but are not renewed.
+pub const MAX_KEPT_SUBSCRIPTIONS: usize = 1024;
+
 impl MonitorState {
+    /// Records the latest generation's child.
+    pub(crate) fn set_live(&self, live: &Arc<Live>) {
+        if let Ok(mut slot) = self.live.lock() {
+            *slot = Arc::downgrade(live);
+        }
+    }
+
+    fn live(&self) -> Option<Arc<Live>> {
+        self.live.lock().ok()?.upgrade()
+    }
+
+    /// The resources to subscribe to again on a restarted child.
+    pub(crate) fn subscriptions(&self) -> Vec<String> {
+        self.subscriptions
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets a subscription (unsubscribed, or refused by a restarted
+    /// child).
+    pub(crate) fn forget_subscription(&self, uri: &str) {
+        if let Ok(mut s) = self.subscriptions.lock() {
+            s.remove(uri);
+        }
+    }
+
+    fn keep_subscription(&self, uri: &str) {
+        if let Ok(mut s) = self.subscriptions.lock()
+            && s.len() < MAX_KEPT_SUBSCRIPTIONS
+        {
+            s.insert(uri.to_owned());
+        }
+    }
+
     /// The latest child's session, if it is still serving and takes one
     /// more lease for a new generation.
     pub(crate) fn reuse_session(&self) -> Option<Arc<Session>> {
@@ -196,6 +244,15 @@ impl ProcessMonitor {
         self.0.pid.lock().ok().and_then(|p| *p)
     }
 
+    /// Whether the latest child serves: started, its handshake done, not
+    /// exited, stopped or failed. An extension whose child does not run
+    /// stays `active` in the host (its generation is registered); its next
+    /// call or request restarts a child that exited (docs/process.md,
+    /// "Restarting a child that exited").
+    pub fn running(&self) -> bool {
+        self.0.session().is_some_and(|s| s.serving())
+    }
+
     /// The latest child's stderr: at most 64 KiB kept, and the byte count.
     pub fn stderr(&self) -> StderrDiagnostic {
         self.0.stderr_now()
@@ -293,8 +350,20 @@ impl ProcessMonitor {
         if !PROXIED_METHODS.contains(&method) {
             return Err(RequestError::Unsupported);
         }
-        let session = self.0.session().ok_or(RequestError::NotRunning)?;
+        // The latest generation restarts a child that exited, as for a
+        // call (`restart.rs`).
+        let session = match self.0.live() {
+            Some(live) => live.for_call().await.map_err(RequestError::from_restart)?,
+            None => self.0.session().ok_or(RequestError::NotRunning)?,
+        };
         let peer = session.peer().map_err(|_| RequestError::NotRunning)?;
+        let subscribed = match method {
+            "resources/subscribe" | "resources/unsubscribe" => params
+                .get("uri")
+                .and_then(Value::as_str)
+                .map(|uri| (method == "resources/subscribe", uri.to_owned())),
+            _ => None,
+        };
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -317,7 +386,14 @@ impl ProcessMonitor {
         };
         abandon.id = None;
         match outcome {
-            Ok(result) => Ok(result_json(&result)),
+            Ok(result) => {
+                match subscribed {
+                    Some((true, uri)) => self.0.keep_subscription(&uri),
+                    Some((false, uri)) => self.0.forget_subscription(&uri),
+                    None => {}
+                }
+                Ok(result_json(&result))
+            }
             Err(ServiceError::McpError(data)) if session.fault.get().is_none() => {
                 Err(RequestError::Server {
                     code: data.code.0,

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::error::ProcessFault;
 use super::listing::{ListError, list_pages};
+use crate::error::codes;
 use crate::manifest::{ListingKind, ListingMismatch, Manifest, match_listing};
 
 /// What a server lists beside its tools; `None` where it does not declare
@@ -120,6 +121,31 @@ pub enum RequestError {
     Cancelled,
     /// Not one of [`PROXIED_METHODS`].
     Unsupported,
+    /// The server's child had exited, and the fresh one it was restarted
+    /// with lists other than the manifest's declarations (M-5): `code` is
+    /// the reason code; the extension stays refused until it is reloaded.
+    Refused {
+        /// The M-5 reason code.
+        code: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+impl RequestError {
+    /// A failed restart (`restart.rs`): a fault with its code, or a
+    /// refusal for drift.
+    pub(crate) fn from_restart(error: crate::host::ExtensionError) -> Self {
+        let message = error.message().to_owned();
+        match error.code() {
+            Some(codes::EXTENSION_PROTOCOL_ERROR) => Self::Fault(ProcessFault::Protocol(message)),
+            Some(codes::EXTENSION_TIMEOUT) => Self::Fault(ProcessFault::Timeout(message)),
+            Some(code) if code != codes::EXTENSION_PROCESS_EXITED => {
+                Self::Refused { code, message }
+            }
+            _ => Self::Fault(ProcessFault::Exited(message)),
+        }
+    }
 }
 
 /// A server's result as JSON (rmcp typed it on the way in; serialising it

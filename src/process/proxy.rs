@@ -1,5 +1,9 @@
 //! A proxy tool: one per tool the child lists. A call is one `tools/call`
-//! with the optional per-call deadline; the result comes back as data.
+//! on the generation's child (restarted first when it exited,
+//! `restart.rs`); the result comes back as data. The call's deadline is
+//! the host's (the manifest's `callTimeoutMs` is the extension's call
+//! deadline, H-12): the host times the call and drops it at its deadline,
+//! which sends `notifications/cancelled`; nothing here times it again.
 //! The caller's cancellation of the call and any drop of the call before
 //! the answer send `notifications/cancelled` for the request (the host's
 //! cleanup signal does not: a call in flight across a reload or at shutdown
@@ -16,15 +20,13 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
-use super::client::Session;
-use super::error::ProcessFault;
+use super::restart::Live;
 use crate::host::{BoxFuture, ExtensionError, Tool};
 
 /// Calls tool `name` of a process extension's child.
 pub(crate) struct ProxyTool {
-    pub(crate) session: Arc<Session>,
+    pub(crate) live: Arc<Live>,
     pub(crate) name: String,
-    pub(crate) deadline: Option<Duration>,
 }
 
 /// The JSON data a proxy returns: `{"content": [...], "isError": bool,
@@ -39,11 +41,10 @@ pub fn result_value(result: &CallToolResult) -> Value {
 
 impl Tool for ProxyTool {
     fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
-        let session = self.session.clone();
+        let live = self.live.clone();
         let name = self.name.clone();
-        let deadline = self.deadline;
         Box::pin(async move {
-            let context = format!("tool {name:?} of process extension {:?}", session.extension);
+            let context = format!("tool {name:?} of process extension {:?}", live.id());
             let arguments = match input {
                 Value::Null => None,
                 Value::Object(map) => Some(map),
@@ -53,6 +54,7 @@ impl Tool for ProxyTool {
                     )));
                 }
             };
+            let session = live.for_call().await?;
             let peer = session.peer().map_err(|f| f.to_extension_error(&context))?;
             let mut params = CallToolRequestParams::new(name.clone());
             if let Some(arguments) = arguments {
@@ -77,7 +79,6 @@ impl Tool for ProxyTool {
                     None => std::future::pending().await,
                 }
             };
-            let timeout = past(deadline);
             let outcome = tokio::select! {
                 outcome = handle.await_response() => outcome,
                 // `abandon` sends notifications/cancelled as it drops.
@@ -86,13 +87,6 @@ impl Tool for ProxyTool {
                         crate::error::codes::TOOL_CALL_CANCELLED,
                         format!("{context}: the call was cancelled"),
                     ));
-                }
-                () = timeout => {
-                    return Err(ProcessFault::Timeout(format!(
-                        "no answer within {} ms",
-                        deadline.unwrap_or_default().as_millis()
-                    ))
-                    .to_extension_error(&context));
                 }
             };
             abandon.id = None;

@@ -31,15 +31,15 @@ use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::{ProcessFault, quote_prefix};
+pub use super::lines::MAX_LINE_BYTES;
+use super::lines::{self, LineError, LineReader, Parsed};
 
-/// The longest line accepted from a child, newline excluded (P-3).
-pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// At most this many answers to the child's own requests wait to be
 /// written (P-7).
 pub const MAX_SERVER_REQUESTS_IN_FLIGHT: usize = 16;
@@ -121,8 +121,7 @@ enum Incoming {
 
 /// rmcp transport over a child's stdin and stdout.
 pub(crate) struct StdioTransport {
-    reader: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    lines: LineReader<ChildStdout>,
     outgoing: mpsc::Sender<Outgoing>,
     in_flight: Arc<AtomicUsize>,
     /// Bytes of answers and refusals queued, not yet written.
@@ -178,8 +177,7 @@ impl StdioTransport {
             fault.clone(),
         ));
         Self {
-            reader: BufReader::with_capacity(64 * 1024, stdout),
-            line: Vec::new(),
+            lines: LineReader::new(stdout),
             outgoing,
             in_flight,
             answer_bytes,
@@ -272,57 +270,13 @@ impl StdioTransport {
         Ok(())
     }
 
-    /// Reads one line into `self.line`, never holding more than
-    /// [`MAX_LINE_BYTES`]. `Ok(false)` is end of file. Cancel-safe: a partial
-    /// line stays in `self.line`.
-    async fn read_line(&mut self) -> Result<bool, ProcessFault> {
-        loop {
-            let available = match self.reader.fill_buf().await {
-                Ok(bytes) => bytes,
-                Err(e) => {
-                    return Err(ProcessFault::Exited(format!(
-                        "reading the child's stdout failed: {e}"
-                    )));
-                }
-            };
-            if available.is_empty() {
-                return Ok(false);
-            }
-            let newline = available.iter().position(|b| *b == b'\n');
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let content = newline.map_or(take, |i| i);
-            if self.line.len().saturating_add(content) > MAX_LINE_BYTES {
-                let mut prefix = std::mem::take(&mut self.line);
-                prefix.extend_from_slice(&available[..content.min(super::error::MAX_QUOTED_BYTES)]);
-                return Err(ProcessFault::Protocol(format!(
-                    "the child wrote a line over {MAX_LINE_BYTES} bytes, starting {}",
-                    quote_prefix(&prefix[..prefix.len().min(super::error::MAX_QUOTED_BYTES)])
-                )));
-            }
-            self.line.extend_from_slice(&available[..take]);
-            self.reader.consume(take);
-            if newline.is_some() {
-                return Ok(true);
-            }
-        }
-    }
-
     /// Parses one line: JSON, a JSON-RPC 2.0 object, and a message rmcp
     /// knows, or a request of the child (answered here, never by rmcp). A
     /// notification rmcp cannot type is skipped (as rmcp does for
     /// compatibility); anything else is a protocol fault.
     fn parse(line: &[u8]) -> Result<Incoming, ProcessFault> {
-        let bad = |why: &str| {
-            ProcessFault::Protocol(format!("the child wrote {why}: {}", quote_prefix(line)))
-        };
-        let value: Value =
-            serde_json::from_slice(line).map_err(|_| bad("a line that is not JSON"))?;
-        let is_jsonrpc = value
-            .as_object()
-            .is_some_and(|o| o.get("jsonrpc").and_then(Value::as_str) == Some("2.0"));
-        if !is_jsonrpc {
-            return Err(bad("JSON that is not a JSON-RPC 2.0 message"));
-        }
+        let bad = |why: String| ProcessFault::Protocol(format!("the child wrote {why}"));
+        let value = lines::json_rpc_value(line).map_err(bad)?;
         let method = value.get("method").and_then(Value::as_str);
         match (value.get("id"), method) {
             (Some(id @ (Value::String(_) | Value::Number(_))), Some(method)) => {
@@ -335,17 +289,20 @@ impl StdioTransport {
                     params,
                 });
             }
-            (Some(_), Some(_)) => return Err(bad("a request whose id is not a string or number")),
+            (Some(_), Some(_)) => {
+                return Err(bad(format!(
+                    "a request whose id is not a string or number: {}",
+                    quote_prefix(line)
+                )));
+            }
             _ => {}
         }
-        let is_notification = value.get("id").is_none() && method.is_some();
-        match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
-            Ok(message) => Ok(Incoming::Message(Box::new(message))),
-            Err(e) if is_notification => {
-                tracing::debug!("skipping a notification the client cannot type: {e}");
+        match lines::typed::<RxJsonRpcMessage<RoleClient>>(value, line).map_err(bad)? {
+            Parsed::Message(message) => Ok(Incoming::Message(Box::new(message))),
+            Parsed::Skipped => {
+                tracing::debug!("skipping a notification the client cannot type");
                 Ok(Incoming::Skip)
             }
-            Err(_) => Err(bad("a JSON-RPC message of an unknown shape")),
         }
     }
 }
@@ -465,27 +422,29 @@ impl Transport<RoleClient> for StdioTransport {
                 // A fault recorded elsewhere (the leader exited, a write
                 // stalled, disposal) ends the session at once.
                 _ = fault.wait() => return None,
-                read = self.read_line() => read,
+                read = self.lines.next_line() => read,
             };
-            match read {
-                Err(fault) => {
-                    self.fault.set(fault);
-                    return None;
-                }
-                Ok(false) => {
+            let content = match read {
+                Ok(Some(line)) => line,
+                Ok(None) => {
                     self.fault.set(ProcessFault::Exited(
                         "the child closed its stdout (it exited or crashed)".to_owned(),
                     ));
                     return None;
                 }
-                Ok(true) => {}
-            }
-            let line = std::mem::take(&mut self.line);
-            let mut content: &[u8] = line.strip_suffix(b"\n").unwrap_or(&line);
-            content = content.strip_suffix(b"\r").unwrap_or(content);
-            if content.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+                Err(LineError::Read(e)) => {
+                    self.fault.set(ProcessFault::Exited(format!(
+                        "reading the child's stdout failed: {e}"
+                    )));
+                    return None;
+                }
+                Err(too_long) => {
+                    self.fault
+                        .set(ProcessFault::Protocol(too_long.describe("the child")));
+                    return None;
+                }
+            };
+            let content = content.as_slice();
             match Self::parse(content) {
                 Ok(Incoming::Message(message)) => {
                     if let Some(forwarder) = &self.forwarder {

@@ -54,6 +54,7 @@ fn as_mcp_result(value: &Value) -> Option<CallToolResult> {
 /// can read, unlike a JSON-RPC error) whose text starts with the stable
 /// code, and whose structured content carries the code, the cause code,
 /// the extension and, for a declaration mismatch, the reason and the tool.
+#[cfg(test)]
 pub(crate) fn from_error(tool: &str, extension: Option<&str>, error: &HostError) -> CallToolResult {
     from_error_with(tool, extension, error, None)
 }
@@ -138,13 +139,6 @@ fn mismatch(error: &HostError) -> Option<(&'static str, String)> {
         FailureCause::Declaration(m) => Some((m.reason_code(), m.tool().to_owned())),
         _ => None,
     }
-}
-
-/// True when the error says the backend's process is gone, so the next
-/// call should start a fresh one (through `reload`).
-pub(crate) fn backend_gone(error: &HostError) -> bool {
-    error.cause_code() == Some(exthost::error::codes::EXTENSION_PROCESS_EXITED)
-        || error.code() == exthost::error::codes::EXTENSION_PROCESS_EXITED
 }
 
 /// An error result in words, for the meta-tools' own refusals.

@@ -3,6 +3,11 @@
 //! a call starts only the owning extension, through the host's
 //! transactional path (`call_tool_activating`, H-4, M-4), and proxies the
 //! call; the client's cancellation and progress token travel with it.
+//!
+//! A backend whose process exited (it crashed, or was stopped when idle)
+//! is restarted by the process runtime at its next call
+//! (`exthost::process`, docs/process.md), not here: `serve` only waits for
+//! an idle stop under way to end before a call goes through.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,10 +69,8 @@ pub(crate) struct Gateway {
     pub(crate) expose: Expose,
     pub(crate) warm: bool,
     pub(crate) log: Log,
-    /// Extensions whose backend process is gone (crashed, or stopped when
-    /// idle): their next call reloads them first (a fresh process), P-6.
-    restart: Arc<Mutex<HashSet<String>>>,
-    /// One gate per extension, so concurrent calls restart it once.
+    /// One gate per extension: its idle stop runs under it, and a call
+    /// passes it before it goes through.
     gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// One permit per call in flight, `max_calls` in all.
     pub(crate) calls: Arc<tokio::sync::Semaphore>,
@@ -107,7 +110,6 @@ impl Gateway {
             expose,
             warm,
             log,
-            restart: Arc::default(),
             gates: Arc::default(),
             calls: Arc::new(tokio::sync::Semaphore::new(max_calls)),
             max_calls,
@@ -120,8 +122,7 @@ impl Gateway {
         }
     }
 
-    /// The gate of extension `id`: its restart, and its idle stop, run
-    /// under it.
+    /// The gate of extension `id`: its idle stop runs under it.
     pub(crate) fn gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut gates = self
             .gates
@@ -130,11 +131,14 @@ impl Gateway {
         gates.entry(id.to_owned()).or_default().clone()
     }
 
-    /// Makes the next call of `id` reload it first (a fresh process).
-    pub(crate) fn flag_restart(&self, id: &str) {
-        if let Ok(mut restart) = self.restart.lock() {
-            restart.insert(id.to_owned());
-        }
+    /// Waits for an idle stop of `id` under way to end, so that a call
+    /// never meets a stopping backend (the caller holds its [`Busy`]
+    /// guard already, so no stop starts after this). The process runtime
+    /// restarts a backend that exited at the call itself.
+    ///
+    /// [`Busy`]: super::busy::Busy
+    pub(crate) async fn wait_for_stop(&self, id: &str) {
+        drop(self.gate(id).lock().await);
     }
 
     /// The session with the client ended: from now on failing calls are
@@ -199,10 +203,8 @@ impl Gateway {
 
         // Held until the call has answered: an idle stop never meets it.
         let _busy = extension.as_deref().map(|id| self.idle.enter(id));
-        if let Some(id) = &extension
-            && let Err(e) = self.restart_if_gone(id).await
-        {
-            return Ok(answer::from_error(&api_name, Some(id), &e));
+        if let Some(id) = &extension {
+            self.wait_for_stop(id).await;
         }
 
         let cancelled = cancel.clone();
@@ -231,12 +233,6 @@ impl Gateway {
         {
             Ok(value) => Ok(answer::from_value(value)),
             Err(e) => {
-                if let Some(id) = &extension
-                    && answer::backend_gone(&e)
-                    && let Ok(mut restart) = self.restart.lock()
-                {
-                    restart.insert(id.clone());
-                }
                 if cancelled.is_cancelled()
                     || self.ending.load(Ordering::Acquire)
                     || matches!(e, exthost::host::HostError::Disposed)
@@ -263,34 +259,6 @@ impl Gateway {
                     &e,
                     drifted,
                 ))
-            }
-        }
-    }
-
-    /// Reloads `id` (a fresh process) when its backend died, once, however
-    /// many calls arrive together.
-    pub(crate) async fn restart_if_gone(&self, id: &str) -> Result<(), exthost::host::HostError> {
-        let gate = self.gate(id);
-        let _held = gate.lock().await;
-        let flagged = self
-            .restart
-            .lock()
-            .map(|mut restart| restart.remove(id))
-            .unwrap_or(false);
-        if !flagged || self.host.status(id) != Some(Status::Active) {
-            return Ok(());
-        }
-        self.log.line(&format!(
-            "restarting extension {id:?}: its process had exited"
-        ));
-        match self.host.reload(id).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                self.log.line(&format!("restart of {id:?} failed: {e}"));
-                if let Ok(mut restart) = self.restart.lock() {
-                    restart.insert(id.to_owned());
-                }
-                Err(e)
             }
         }
     }

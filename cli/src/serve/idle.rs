@@ -2,21 +2,21 @@
 //! `runtime.idleTimeoutMs` (or, without it, `serve --idle-stop SECONDS`)
 //! and that had no call in flight for that long has its child stopped
 //! through the shutdown ladder of its disposal (P-3); its next call
-//! restarts it through reload (H-12), which starts a fresh child and checks
-//! its tools against the lock again (M-5), the same path as a backend that
-//! crashed.
+//! restarts it: the process runtime starts a fresh child and checks its
+//! tools against the lock again (M-5), the same path as a backend that
+//! crashed (docs/process.md, "Restarting a child that exited").
 //!
 //! Why in `serve` and not in the host: the host core has four operations
 //! (activate, emit, reload, dispose) and none returns one active extension
 //! to dormant, so the host cannot decide an idle stop without a new core
 //! operation checked by the model. What `serve` does instead uses only the
-//! library's public parts ([`exthost::process::ProcessMonitor::stop_child`]
-//! and [`exthost::host::ExtensionHost::reload`]), so an embedding program
-//! can do the same.
+//! library's public parts ([`exthost::process::ProcessMonitor::stop_child`];
+//! the restart at the next call is the process runtime's), so an embedding
+//! program can do the same.
 //!
 //! No call ever meets a stopping backend: each call holds a [`Busy`] guard
-//! of its extension from before it passes the extension's gate (the one
-//! the restart takes) until it has answered, and the stop happens under
+//! of its extension from before it passes the extension's gate until it
+//! has answered, and the stop happens under
 //! that gate and only when no guard is held. A call that came first is
 //! served by the running child, which is then not stopped; a call that
 //! comes during the stop waits at the gate and starts a fresh child.
@@ -61,8 +61,8 @@ pub(crate) async fn watch(gateway: Gateway, default: Option<Duration>) {
 }
 
 impl Gateway {
-    /// Stops `backend`'s child if it is still idle once its gate is held,
-    /// and flags it so its next call restarts it through reload.
+    /// Stops `backend`'s child if it is still idle once its gate is held;
+    /// its next call restarts it (the process runtime does).
     async fn stop_idle(&self, backend: &IdleBackend) {
         let gate = self.gate(&backend.id);
         let _held = gate.lock().await;
@@ -73,7 +73,6 @@ impl Gateway {
         {
             return;
         }
-        self.flag_restart(&backend.id);
         let pid = backend.monitor.pid();
         if let Some(outcome) = backend.monitor.stop_child(backend.grace).await {
             self.log.line(&format!(

@@ -212,9 +212,7 @@ pub(crate) async fn proxy(
     monitor.connect_client(gateway.bridge.clone());
     // Held until the request has answered: an idle stop never meets it.
     let _busy = gateway.idle.enter(extension);
-    if let Err(e) = gateway.restart_if_gone(extension).await {
-        return Err(unavailable(extension, &e, None));
-    }
+    gateway.wait_for_stop(extension).await;
     if gateway.host.status(extension) != Some(Status::Active)
         && let Err(e) = gateway.host.activate(extension).await
     {
@@ -252,18 +250,28 @@ async fn request(
             message,
             data,
         }) => Err(McpError::new(ErrorCode(code), message, data)),
-        Err(RequestError::Fault(fault)) => {
-            if fault.code() == exthost::error::codes::EXTENSION_PROCESS_EXITED {
-                gateway.flag_restart(extension);
-            }
+        Err(RequestError::Fault(fault)) => Err(McpError::new(
+            ErrorCode(EXTENSION_UNAVAILABLE_RPC_CODE),
+            format!(
+                "{}: extension {extension:?}: {}",
+                fault.code(),
+                fault.message()
+            ),
+            Some(json!({"code": fault.code(), "extension": extension})),
+        )),
+        // Its child had exited and the restarted one drifted (M-5).
+        Err(RequestError::Refused { code, message }) => {
+            gateway.revoke(extension);
+            let drifted = gateway
+                .shape
+                .drifted_tool(extension, code)
+                .or_else(|| gateway.shape.drifted_item(extension, code));
             Err(McpError::new(
                 ErrorCode(EXTENSION_UNAVAILABLE_RPC_CODE),
-                format!(
-                    "{}: extension {extension:?}: {}",
-                    fault.code(),
-                    fault.message()
+                format!("{code}: {message}"),
+                Some(
+                    json!({"code": code, "extension": extension, "reason": code, "drifted": drifted}),
                 ),
-                Some(json!({"code": fault.code(), "extension": extension})),
             ))
         }
         Err(RequestError::Cancelled) => Err(McpError::new(

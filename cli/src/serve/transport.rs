@@ -1,6 +1,7 @@
 //! The client side of `exthost serve`'s stdio: one JSON-RPC message per
-//! line, lines bounded at 1 MiB, fail closed. The same limits as a
-//! backend's transport (docs/process.md, P-3): a line over the limit, a
+//! line, lines bounded at 1 MiB, fail closed, read and parsed by the
+//! framing a backend's transport uses too ([`exthost::process::lines`],
+//! docs/process.md, P-3): a line over the limit, a
 //! line that is not JSON, or JSON that is not a JSON-RPC 2.0 message ends
 //! the session, and `serve` shuts everything down. A notification of a
 //! shape rmcp cannot type is skipped, as rmcp itself does.
@@ -32,14 +33,12 @@ use rmcp::RoleServer;
 use rmcp::model::{ErrorCode, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use exthost::process::quote_prefix as quote;
+use exthost::process::lines::{self, LineError, LineReader, Parsed};
 
-/// The longest line accepted from the client, newline excluded.
-pub(crate) const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// At most this many bytes of messages wait to be written to the client.
 /// A message larger than this waits until the queue is empty.
 pub(crate) const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
@@ -123,8 +122,7 @@ struct Shared {
 
 /// rmcp's server transport over a reader (stdin) and a writer (stdout).
 pub(crate) struct LineTransport<R> {
-    reader: BufReader<R>,
-    line: Vec<u8>,
+    lines: LineReader<R>,
     shared: Arc<Shared>,
     writer: Option<tokio::task::JoinHandle<()>>,
     hangup: Option<HangupCheck>,
@@ -146,8 +144,7 @@ where
         let closed = CancellationToken::new();
         let writer = tokio::spawn(write_loop(writer, receiver, closed.clone()));
         Self {
-            reader: BufReader::with_capacity(64 * 1024, reader),
-            line: Vec::new(),
+            lines: LineReader::new(reader),
             shared: Arc::new(Shared {
                 room: Arc::new(Semaphore::new(MAX_QUEUED_BYTES)),
                 slots: Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS)),
@@ -161,53 +158,13 @@ where
         }
     }
 
-    /// One line into `self.line`, never more than [`MAX_LINE_BYTES`];
-    /// `Ok(false)` at end of input. Cancel-safe.
-    async fn read_line(&mut self) -> Result<bool, String> {
-        loop {
-            let available = match self.reader.fill_buf().await {
-                Ok(bytes) => bytes,
-                Err(e) => return Err(format!("reading stdin failed: {e}")),
-            };
-            if available.is_empty() {
-                return Ok(false);
-            }
-            let newline = available.iter().position(|b| *b == b'\n');
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let content = newline.unwrap_or(take);
-            if self.line.len().saturating_add(content) > MAX_LINE_BYTES {
-                let mut prefix = std::mem::take(&mut self.line);
-                prefix.extend_from_slice(&available[..content.min(200)]);
-                return Err(format!(
-                    "the client sent a line over {MAX_LINE_BYTES} bytes, starting {}",
-                    quote(&prefix)
-                ));
-            }
-            self.line.extend_from_slice(&available[..take]);
-            self.reader.consume(take);
-            if newline.is_some() {
-                return Ok(true);
-            }
-        }
-    }
-
     /// JSON, a JSON-RPC 2.0 object, and a message rmcp can type; an
     /// untypable notification is skipped (`Ok(None)`).
     pub(crate) fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, String> {
-        let bad = |why: &str| format!("the client sent {why}: {}", quote(line));
-        let value: Value =
-            serde_json::from_slice(line).map_err(|_| bad("a line that is not JSON"))?;
-        let is_jsonrpc = value
-            .as_object()
-            .is_some_and(|o| o.get("jsonrpc").and_then(Value::as_str) == Some("2.0"));
-        if !is_jsonrpc {
-            return Err(bad("JSON that is not a JSON-RPC 2.0 message"));
-        }
-        let is_notification = value.get("id").is_none() && value.get("method").is_some();
-        match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
-            Ok(message) => Ok(Some(message)),
-            Err(_) if is_notification => Ok(None),
-            Err(_) => Err(bad("a JSON-RPC message of an unknown shape")),
+        match lines::parse(line) {
+            Ok(Parsed::Message(message)) => Ok(Some(message)),
+            Ok(Parsed::Skipped) => Ok(None),
+            Err(why) => Err(format!("the client sent {why}")),
         }
     }
 
@@ -374,21 +331,19 @@ where
                 );
                 return None;
             };
-            match self.read_line().await {
-                Err(why) => {
-                    self.end.set(why);
+            let line = match self.lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(LineError::Read(e)) => {
+                    self.end.set(format!("reading stdin failed: {e}"));
                     return None;
                 }
-                Ok(false) => return None,
-                Ok(true) => {}
-            }
-            let line = std::mem::take(&mut self.line);
-            let mut content: &[u8] = line.strip_suffix(b"\n").unwrap_or(&line);
-            content = content.strip_suffix(b"\r").unwrap_or(content);
-            if content.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match Self::parse(content) {
+                Err(too_long) => {
+                    self.end.set(too_long.describe("the client"));
+                    return None;
+                }
+            };
+            match Self::parse(&line) {
                 Ok(Some(message)) => {
                     if let Ok(mut outstanding) = self.shared.outstanding.lock() {
                         match &message {
@@ -446,6 +401,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use exthost::process::lines::MAX_LINE_BYTES;
 
     type Stdio = LineTransport<tokio::io::Empty>;
 

@@ -1,6 +1,7 @@
 //! A tiny hand-written MCP stdio server for the process-extension tests.
 //!
-//! `mcp-fixture <mode>`; modes:
+//! `mcp-fixture <mode> [set]`, where `set` is the tool set it starts
+//! with (`initial` by default, see `tool_set`); modes:
 //!
 //! * `normal`: a well-behaved server with tools `echo`, `add`, `env`,
 //!   `events`, `crash`, `hang`, `grandchild`, `change` (switches its tool
@@ -217,7 +218,9 @@ fn main() {
     let mut server = Server {
         mode,
         events: Vec::new(),
-        set: "initial".to_owned(),
+        set: std::env::args()
+            .nth(2)
+            .unwrap_or_else(|| "initial".to_owned()),
         listings: 0,
         blocked: Vec::new(),
         children: Vec::new(),

@@ -1,0 +1,225 @@
+//! A process extension whose child exited is restarted by its next call,
+//! in the process runtime, through the library API (`ExtensionHost` and
+//! `ProcessMonitor` only): after a crash, after an idle stop
+//! (`ProcessMonitor::stop_child`), bounded for a child that dies at every
+//! start (one start per call), and refused closed for a restarted child
+//! whose tools drifted from the declarations (M-5).
+//!
+//! The fixture runs under a small shell wrapper in its folder that counts
+//! its starts in `starts`, exits at once while `broken` exists, and lists
+//! one tool more (`extra`) while `drifted` exists.
+
+mod support;
+
+use std::path::Path;
+
+use exthost::core::Status;
+use exthost::process::ShutdownOutcome;
+use serde_json::{Value, json};
+use support::*;
+
+/// A manifest running the fixture through the wrapper described above.
+fn wrapped(id: &str, declare: bool) -> Value {
+    let script = format!(
+        "echo x >> starts; [ -e broken ] && exit 3; \
+         if [ -e drifted ]; then exec '{FIXTURE}' normal extra; else exec '{FIXTURE}' normal; fi"
+    );
+    let manifest = json!({
+        "id": id,
+        "runtime": {"kind": "process", "command": "/bin/sh", "args": ["-c", script],
+                    "shutdownTimeoutMs": 1000},
+        "permissions": ["tools.register"]
+    });
+    if declare {
+        declared(manifest, exthost_process_tests::tools(None))
+    } else {
+        manifest
+    }
+}
+
+fn starts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("starts"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// Crashes the current child through its `crash` tool and waits until it
+/// is reaped.
+async fn crash(w: &World, id: &str, pid: u32) {
+    let err = within(w.host.call_tool(&format!("{id}:crash"), json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.cause_code(), Some("EXTENSION_PROCESS_EXITED"), "{err}");
+    within(eventually(|| proc_stat(pid).is_none())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_after_a_crash_restarts_the_child_and_is_answered() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", true));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    let first = monitor.pid().unwrap();
+    crash(&w, "fx", first).await;
+
+    let out = within(w.host.call_tool("fx:echo", json!({"message": "again"})))
+        .await
+        .expect("the next call restarts the child");
+    assert_eq!(out["content"][0]["text"], "Echo: again");
+    let second = monitor.pid().unwrap();
+    assert_ne!(second, first, "a fresh child");
+    assert!(proc_stat(second).is_some());
+    assert_eq!(starts(&dir), 2);
+    assert_eq!(w.host.status("fx"), Some(Status::Active));
+    // Later calls use the restarted child: no start more.
+    within(w.host.call_tool("fx:echo", json!({"message": "more"})))
+        .await
+        .unwrap();
+    assert_eq!(starts(&dir), 2);
+
+    within(w.host.dispose()).await.unwrap();
+    assert_eq!(
+        monitor.shutdown_outcome(),
+        Some(ShutdownOutcome::ExitedOnClose)
+    );
+    assert_gone(second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_after_a_crash_share_one_restart() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", false));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    crash(&w, "fx", monitor.pid().unwrap()).await;
+
+    let calls = (0..8).map(|i| {
+        let host = w.host.clone();
+        tokio::spawn(async move {
+            host.call_tool("fx:echo", json!({"message": format!("c{i}")}))
+                .await
+        })
+    });
+    for call in calls {
+        let out = within(call).await.unwrap().unwrap();
+        assert!(
+            out["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Echo: c")
+        );
+    }
+    assert_eq!(starts(&dir), 2, "one restart for all eight calls");
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(pid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_after_an_idle_stop_restarts_the_child() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", true));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    let first = monitor.pid().unwrap();
+    let stopped = within(monitor.stop_child(std::time::Duration::from_secs(1))).await;
+    assert_eq!(stopped, Some(ShutdownOutcome::ExitedOnClose));
+    assert_gone(first);
+
+    let out = within(w.host.call_tool("fx:add", json!({"a": 1, "b": 2})))
+        .await
+        .expect("the next call restarts the stopped child");
+    assert_eq!(out["structuredContent"], json!({"sum": 3.0}));
+    let second = monitor.pid().unwrap();
+    assert_ne!(second, first);
+    assert_eq!(starts(&dir), 2);
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_dies_at_every_start_costs_one_start_per_call() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", true));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    std::fs::write(dir.join("broken"), "").unwrap();
+    crash(&w, "fx", monitor.pid().unwrap()).await;
+    assert_eq!(starts(&dir), 1);
+
+    for n in 1..=3 {
+        let err = within(w.host.call_tool("fx:echo", json!({"message": "x"})))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "TOOL_FAILED");
+        assert_eq!(err.cause_code(), Some("EXTENSION_PROCESS_EXITED"), "{err}");
+        assert_eq!(starts(&dir), 1 + n, "exactly one start for call {n}");
+    }
+
+    // Once it can start again, the next call restarts it.
+    std::fs::remove_file(dir.join("broken")).unwrap();
+    let out = within(w.host.call_tool("fx:echo", json!({"message": "back"})))
+        .await
+        .unwrap();
+    assert_eq!(out["content"][0]["text"], "Echo: back");
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(pid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_child_that_drifted_is_refused_closed_and_stays_refused() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", true));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    std::fs::write(dir.join("drifted"), "").unwrap();
+    crash(&w, "fx", monitor.pid().unwrap()).await;
+
+    let err = within(w.host.call_tool("fx:echo", json!({"message": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.cause_code(),
+        Some("undeclared_tool_registered"),
+        "{err}"
+    );
+    assert_eq!(starts(&dir), 2);
+    let refused = monitor.pid().unwrap();
+    // The drifted child was killed, never served.
+    within(eventually(|| proc_stat(refused).is_none())).await;
+    assert_eq!(monitor.shutdown_outcome(), Some(ShutdownOutcome::Killed));
+
+    // Refused from now on, at once: nothing starts.
+    let again = within(w.host.call_tool("fx:add", json!({"a": 1, "b": 1})))
+        .await
+        .unwrap_err();
+    assert_eq!(again.cause_code(), Some("undeclared_tool_registered"));
+    assert_eq!(starts(&dir), 2);
+
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(refused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_child_of_an_undeclared_manifest_with_other_tools_is_swapped_in() {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", false));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    assert!(!w.host.tools().names().contains(&"fx:extra".to_owned()));
+    std::fs::write(dir.join("drifted"), "").unwrap();
+    crash(&w, "fx", monitor.pid().unwrap()).await;
+
+    within(w.host.call_tool("fx:echo", json!({"message": "x"})))
+        .await
+        .expect("nothing pinned: the restarted child serves");
+    // Its watcher swaps the new set in (P-4), as after list_changed.
+    within(eventually(|| {
+        w.host.tools().names().contains(&"fx:extra".to_owned())
+    }))
+    .await;
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(pid);
+}
