@@ -3,7 +3,8 @@
 //! `ProcessMonitor` only): after a crash, after an idle stop
 //! (`ProcessMonitor::stop_child`), bounded for a child that dies at every
 //! start (one start per call), and refused closed for a restarted child
-//! whose tools drifted from the declarations (M-5).
+//! whose tools drifted from the declarations (M-5), with the resource
+//! subscriptions made through `ProcessMonitor::request` renewed.
 //!
 //! The fixture runs under a small shell wrapper in its folder that counts
 //! its starts in `starts`, exits at once while `broken` exists, and lists
@@ -219,6 +220,46 @@ async fn a_restarted_child_of_an_undeclared_manifest_with_other_tools_is_swapped
         w.host.tools().names().contains(&"fx:extra".to_owned())
     }))
     .await;
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(pid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_are_renewed_on_the_restarted_child() {
+    let w = world();
+    w.write("fx", &wrapped("fx", true));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    let request = |method: &'static str, uri: &'static str| {
+        let monitor = monitor.clone();
+        async move {
+            within(monitor.request(
+                method,
+                json!({"uri": uri}),
+                exthost::CancellationToken::new(),
+                None,
+            ))
+            .await
+            .unwrap()
+        }
+    };
+    request("resources/subscribe", "demo://a").await;
+    request("resources/subscribe", "demo://b").await;
+    request("resources/unsubscribe", "demo://a").await;
+    crash(&w, "fx", monitor.pid().unwrap()).await;
+    assert!(!monitor.running());
+
+    let stats = within(w.host.call_tool("fx:stats", json!({})))
+        .await
+        .expect("the call restarts the child");
+    assert!(monitor.running());
+    assert_eq!(stats["structuredContent"]["pid"], monitor.pid().unwrap());
+    assert_eq!(
+        stats["structuredContent"]["subscribed"],
+        json!(["demo://b"]),
+        "the fresh child has the subscriptions still held, and only those"
+    );
     let pid = monitor.pid().unwrap();
     within(w.host.dispose()).await.unwrap();
     assert_gone(pid);

@@ -6,8 +6,9 @@
 //! * `normal`: a well-behaved server with tools `echo`, `add`, `env`,
 //!   `events`, `crash`, `hang`, `grandchild`, `change` (switches its tool
 //!   list and announces it), `block`/`release` (a call held until
-//!   released), `stats` (its pid and listing count); its listing comes in
-//!   two `nextCursor` pages;
+//!   released), `stats` (its pid, listing count and the resources
+//!   subscribed to with `resources/subscribe`, which it accepts for any
+//!   URI); its listing comes in two `nextCursor` pages;
 //! * `exit-on-init`: exits (status 3) when `initialize` arrives;
 //! * `hang-on-init`: never answers `initialize`;
 //! * `garbage`: answers `initialize` with a line that is not JSON;
@@ -40,6 +41,8 @@ struct Server {
     set: String,
     listings: u64,
     blocked: Vec<Value>,
+    /// The URIs of `resources/subscribe`, less those unsubscribed.
+    subscribed: Vec<String>,
     children: Vec<std::process::Child>,
 }
 
@@ -100,6 +103,17 @@ impl Server {
                 })
             }
             "ping" => json!({}),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.subscribed.retain(|u| u != uri);
+                if method == "resources/subscribe" {
+                    self.subscribed.push(uri.to_owned());
+                }
+                json!({})
+            }
             "tools/list" => {
                 let all = tool_set(&self.set);
                 let half = all.len() / 2;
@@ -187,7 +201,7 @@ impl Server {
                     "stats" => text_result(
                         "stats",
                         Some(
-                            json!({"pid": std::process::id(), "listings": self.listings, "blocked": self.blocked.len()}),
+                            json!({"pid": std::process::id(), "listings": self.listings, "blocked": self.blocked.len(), "subscribed": self.subscribed}),
                         ),
                     ),
                     other => {
@@ -223,6 +237,7 @@ fn main() {
             .unwrap_or_else(|| "initial".to_owned()),
         listings: 0,
         blocked: Vec::new(),
+        subscribed: Vec::new(),
         children: Vec::new(),
     };
     let stdin = std::io::stdin();
