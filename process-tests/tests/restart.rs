@@ -12,10 +12,10 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use exthost::core::Status;
-use exthost::process::ShutdownOutcome;
+use exthost::process::{ProcessMonitor, ShutdownOutcome};
 use serde_json::{Value, json};
 use support::*;
 
@@ -38,6 +38,16 @@ fn wrapped(id: &str, declare: bool) -> Value {
     }
 }
 
+/// A host with the wrapped fixture `fx` active: the host, the extension's
+/// folder and its monitor.
+async fn active(declare: bool) -> (World, PathBuf, ProcessMonitor) {
+    let w = world();
+    let dir = w.write("fx", &wrapped("fx", declare));
+    let (_, monitor) = w.discover("fx");
+    within(w.host.activate("fx")).await.unwrap();
+    (w, dir, monitor)
+}
+
 fn starts(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("starts"))
         .map(|s| s.lines().count())
@@ -56,10 +66,7 @@ async fn crash(w: &World, id: &str, pid: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_call_after_a_crash_restarts_the_child_and_is_answered() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", true));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(true).await;
     let first = monitor.pid().unwrap();
     crash(&w, "fx", first).await;
 
@@ -88,10 +95,7 @@ async fn the_call_after_a_crash_restarts_the_child_and_is_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_after_a_crash_share_one_restart() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", false));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(false).await;
     crash(&w, "fx", monitor.pid().unwrap()).await;
 
     let calls = (0..8).map(|i| {
@@ -118,10 +122,7 @@ async fn concurrent_calls_after_a_crash_share_one_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_call_after_an_idle_stop_restarts_the_child() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", true));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(true).await;
     let first = monitor.pid().unwrap();
     let stopped = within(monitor.stop_child(std::time::Duration::from_secs(1))).await;
     assert_eq!(stopped, Some(ShutdownOutcome::ExitedOnClose));
@@ -140,10 +141,7 @@ async fn the_call_after_an_idle_stop_restarts_the_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_that_dies_at_every_start_costs_one_start_per_call() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", true));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(true).await;
     std::fs::write(dir.join("broken"), "").unwrap();
     crash(&w, "fx", monitor.pid().unwrap()).await;
     assert_eq!(starts(&dir), 1);
@@ -170,10 +168,7 @@ async fn a_child_that_dies_at_every_start_costs_one_start_per_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_child_that_drifted_is_refused_closed_and_stays_refused() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", true));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(true).await;
     std::fs::write(dir.join("drifted"), "").unwrap();
     crash(&w, "fx", monitor.pid().unwrap()).await;
 
@@ -204,10 +199,7 @@ async fn a_restarted_child_that_drifted_is_refused_closed_and_stays_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_child_of_an_undeclared_manifest_with_other_tools_is_swapped_in() {
-    let w = world();
-    let dir = w.write("fx", &wrapped("fx", false));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, dir, monitor) = active(false).await;
     assert!(!w.host.tools().names().contains(&"fx:extra".to_owned()));
     std::fs::write(dir.join("drifted"), "").unwrap();
     crash(&w, "fx", monitor.pid().unwrap()).await;
@@ -227,10 +219,7 @@ async fn a_restarted_child_of_an_undeclared_manifest_with_other_tools_is_swapped
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_are_renewed_on_the_restarted_child() {
-    let w = world();
-    w.write("fx", &wrapped("fx", true));
-    let (_, monitor) = w.discover("fx");
-    within(w.host.activate("fx")).await.unwrap();
+    let (w, _, monitor) = active(true).await;
     let request = |method: &'static str, uri: &'static str| {
         let monitor = monitor.clone();
         async move {

@@ -154,10 +154,11 @@ pub fn parse<M: DeserializeOwned>(line: &[u8]) -> Result<Parsed<M>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::RoleServer;
+    use rmcp::RoleClient;
     use rmcp::service::RxJsonRpcMessage;
 
-    type Client = RxJsonRpcMessage<RoleServer>;
+    /// What a client reads from a server.
+    type Client = RxJsonRpcMessage<RoleClient>;
 
     #[test]
     fn only_json_rpc_messages_pass_and_unknown_notifications_are_skipped() {
@@ -165,9 +166,10 @@ mod tests {
         assert!(parse::<Client>(b"[1,2]").is_err());
         assert!(parse::<Client>(br#"{"id":1,"method":"ping"}"#).is_err());
         assert!(matches!(
-            parse::<Client>(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            parse::<Client>(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
             Ok(Parsed::Message(_))
         ));
+        assert!(parse::<Client>(br#"{"jsonrpc":"2.0","id":1}"#).is_err());
         assert!(matches!(
             parse::<Client>(br#"{"jsonrpc":"2.0","method":"vendor/thing","params":7}"#),
             Ok(Parsed::Skipped)
