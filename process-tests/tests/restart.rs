@@ -127,6 +127,10 @@ async fn the_call_after_an_idle_stop_restarts_the_child() {
     let stopped = within(monitor.stop_child(std::time::Duration::from_secs(1))).await;
     assert_eq!(stopped, Some(ShutdownOutcome::ExitedOnClose));
     assert_gone(first);
+    // The host still reports it active (its generation is registered); the
+    // monitor says its process does not run.
+    assert_eq!(w.host.status("fx"), Some(Status::Active));
+    assert!(!monitor.running());
 
     let out = within(w.host.call_tool("fx:add", json!({"a": 1, "b": 2})))
         .await
@@ -135,6 +139,7 @@ async fn the_call_after_an_idle_stop_restarts_the_child() {
     let second = monitor.pid().unwrap();
     assert_ne!(second, first);
     assert_eq!(starts(&dir), 2);
+    assert!(monitor.running());
     within(w.host.dispose()).await.unwrap();
     assert_gone(second);
 }
