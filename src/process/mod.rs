@@ -18,6 +18,10 @@
 //! lease on the session, and only the disposer giving back the last lease
 //! shuts the child down.
 //!
+//! P-3: a child that exited while its extension is active is started again
+//! by the next call that needs it (`restart.rs`), checked against the
+//! declarations like an activation.
+//!
 //! See `docs/process.md` for the lifecycle, the deadlines and what the
 //! child may see.
 

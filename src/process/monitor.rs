@@ -227,8 +227,9 @@ impl MonitorState {
 }
 
 /// A read-only view of one process extension, across its activation
-/// attempts and reloads (a first activation, or a reload after the child
-/// died, starts a new child; a reload while it serves reuses it, P-4).
+/// attempts, reloads and restarts (a first activation, a reload after the
+/// child died, or the first call after it died starts a new child; a
+/// reload while it serves reuses it, P-4).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessMonitor(pub(crate) Arc<MonitorState>);
 
@@ -292,12 +293,12 @@ impl ProcessMonitor {
     /// Stops the latest child, if it still runs, through the shutdown
     /// ladder of its disposal (P-3: close stdin, wait `grace`, SIGTERM the
     /// group, wait `grace`, SIGKILL the group, reap), and records how it
-    /// ended. The extension's generation stays registered in the host: its
-    /// proxies answer `EXTENSION_PROCESS_EXITED` until the program reloads
-    /// the extension (H-12), which starts a fresh child and checks its
-    /// tools against the declarations again (M-5). For a program that
-    /// stops idle backends (`exthost serve`) and makes sure no call is in
-    /// flight first. `None` when no child was running.
+    /// ended. The extension's generation stays registered in the host
+    /// (`active`); its next call (or [`request`](Self::request)) starts a
+    /// fresh child and checks its tools against the declarations again
+    /// (M-5), as after a crash. For a program that stops idle backends
+    /// (`exthost serve`) and makes sure no call is in flight first. `None`
+    /// when no child was running.
     pub async fn stop_child(&self, grace: std::time::Duration) -> Option<ShutdownOutcome> {
         let session = self.0.session.lock().ok()?.upgrade()?;
         let outcome = session.shutdown(grace).await;
