@@ -12,8 +12,10 @@
 //!   `resources/templates/list` of a running serve in front of a locked
 //!   `@modelcontextprotocol/server-everything` that is not started;
 //!   `offered/cold_prompt_get`: its first `prompts/get` (spawn, handshake,
-//!   the listings, the lock check, the get). Needs
-//!   `scripts/install-test-servers`.
+//!   the listings, the lock check, the get); `offered/read_via_serve`
+//!   against `offered/read_direct`: one `resources/read` of a static
+//!   resource of the running server, through serve and straight to the same
+//!   server. Needs `scripts/install-test-servers`.
 //!
 //! The backend is the `mcp-fixture` binary of `exthost-process-tests` (a
 //! fast Rust server, so the ratio is serve's overhead at its largest);
@@ -246,8 +248,9 @@ fn bench(c: &mut Criterion) {
     direct.close();
 }
 
-/// A folder with server-everything, locked.
-fn everything() -> tempfile::TempDir {
+/// server-everything's entry point, installed by
+/// `scripts/install-test-servers`.
+fn everything_entry() -> PathBuf {
     let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
@@ -255,6 +258,12 @@ fn everything() -> tempfile::TempDir {
         "{} is missing: run scripts/install-test-servers",
         entry.display()
     );
+    entry
+}
+
+/// A folder with server-everything, locked.
+fn everything() -> tempfile::TempDir {
+    let entry = everything_entry();
     locked(vec![
         json!({"id": "everything", "runtime": {"kind": "process", "command": "node",
         "args": [entry.to_str().unwrap(), "stdio"], "startupTimeoutMs": 30000}}),
@@ -290,7 +299,37 @@ fn offered(c: &mut Criterion) {
             total
         });
     });
+
+    // Warm reads: the server already runs, through serve and directly.
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("everything/extension.json")).unwrap(),
+    )
+    .unwrap();
+    let uri = manifest["deferred"]["resources"][0]["uri"]
+        .as_str()
+        .expect("a pinned static resource")
+        .to_owned();
+    let read = |peer: &mut Peer, uri: &str| {
+        let answer = peer.request("resources/read", json!({"uri": uri}));
+        assert!(answer["result"].get("contents").is_some(), "{answer}");
+        answer
+    };
+    let mut via = serve(dir.path());
+    via.initialize();
+    let namespaced = format!("exthost://everything/{uri}");
+    read(&mut via, &namespaced);
+    group.bench_function("read_via_serve", |b| {
+        b.iter(|| black_box(read(&mut via, &namespaced)))
+    });
+    let mut direct = Peer::spawn(Command::new("node").arg(everything_entry()).arg("stdio"));
+    direct.initialize();
+    read(&mut direct, &uri);
+    group.bench_function("read_direct", |b| {
+        b.iter(|| black_box(read(&mut direct, &uri)))
+    });
     group.finish();
+    via.close();
+    direct.close();
 }
 
 criterion_group!(benches, bench, offered);
