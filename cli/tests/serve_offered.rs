@@ -27,9 +27,7 @@ fn locked_everything() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("everything");
     std::fs::create_dir(&folder).unwrap();
-    let entry = installed(
-        "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
+    let entry = everything_entry();
     let manifest = json!({
         "id": "everything",
         "runtime": {"kind": "process", "command": "node", "args": [text(&entry), "stdio"],
@@ -62,6 +60,33 @@ fn drive(capable: bool, steps: &Value, command: &[String]) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("the client's JSON report")
+}
+
+/// server-everything's entry point.
+fn everything_entry() -> PathBuf {
+    installed("test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// Runs the same steps through `serve` in front of the locked folder `dir`
+/// and straight to server-everything; `steps` gets the prefix of a prompt
+/// name and of a URI (`everything_` and `exthost://everything/` through
+/// serve, empty directly). Returns both reports.
+fn through_and_direct(dir: &Path, steps: impl Fn(&str, &str) -> Value) -> (Value, Value) {
+    let through = drive(
+        false,
+        &steps("everything_", "exthost://everything/"),
+        &serve(dir),
+    );
+    let direct = drive(
+        false,
+        &steps("", ""),
+        &[
+            "node".to_owned(),
+            text(&everything_entry()),
+            "stdio".to_owned(),
+        ],
+    );
+    (through, direct)
 }
 
 fn serve(dir: &Path) -> Vec<String> {
@@ -156,7 +181,7 @@ fn a_prompt_or_a_resource_starts_its_server_and_answers_as_the_server_does_direc
         .unwrap()
         .to_owned();
     let ext = text(&dir.path().join("everything"));
-    let steps = |prefix: &str, prompt: &str| {
+    let steps = |prompt: &str, prefix: &str| {
         json!([
             {"op": "procs", "dir": ext},
             {"op": "prompt", "name": format!("{prompt}simple-prompt")},
@@ -167,19 +192,7 @@ fn a_prompt_or_a_resource_starts_its_server_and_answers_as_the_server_does_direc
             {"op": "subscribe", "uri": format!("{prefix}{first}")},
         ])
     };
-    let through = drive(
-        false,
-        &steps("exthost://everything/", "everything_"),
-        &serve(dir.path()),
-    );
-    let entry = installed(
-        "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    let direct = drive(
-        false,
-        &steps("", ""),
-        &["node".to_owned(), text(&entry), "stdio".to_owned()],
-    );
+    let (through, direct) = through_and_direct(dir.path(), steps);
     let (t, d) = (&through["steps"], &direct["steps"]);
     assert_eq!(t[1]["count"], 0, "{through}");
     assert_eq!(
@@ -335,19 +348,7 @@ fn lock_pins_completions_and_serve_completes_arguments_as_the_server_does_direct
              "argument": {"name": "resourceId", "value": "3"}},
         ])
     };
-    let through = drive(
-        false,
-        &steps("everything_", "exthost://everything/"),
-        &serve(dir.path()),
-    );
-    let entry = installed(
-        "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    let direct = drive(
-        false,
-        &steps("", ""),
-        &["node".to_owned(), text(&entry), "stdio".to_owned()],
-    );
+    let (through, direct) = through_and_direct(dir.path(), steps);
     let (t, d) = (&through["steps"], &direct["steps"]);
     assert!(t[0]["capabilities"]["completions"].is_object(), "{through}");
     assert_eq!(t[1]["count"], 0, "{through}");
