@@ -1,6 +1,6 @@
 """Drives an MCP server with the official Python MCP SDK (a real client
-nobody here wrote) through prompts, resources and the client features a
-server may use (sampling, roots, elicitation), for
+nobody here wrote) through prompts, resources, argument completion and
+the client features a server may use (sampling, roots, elicitation), for
 cli/tests/serve_offered.rs.
 
 usage: features.py CAPABLE STEPS_JSON COMMAND [ARG...]
