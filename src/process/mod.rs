@@ -25,6 +25,7 @@
 //! See `docs/process.md` for the lifecycle, the deadlines and what the
 //! child may see.
 
+mod abandon;
 mod bridge;
 mod client;
 pub mod containment;
@@ -547,7 +548,9 @@ impl ProcessExtension {
         self.monitor.0.set_offerings(offered.clone());
         checked?;
         live.set_registered(whole);
-        self.monitor.0.set_live(live);
+        self.monitor
+            .0
+            .set_live(Arc::downgrade(live) as std::sync::Weak<dyn monitor::Restarting>);
         for tool in tools {
             let descriptor = ToolDescriptor::new(
                 tool.name.to_string(),

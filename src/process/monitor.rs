@@ -13,14 +13,14 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::abandon::CancelOnDrop;
 use super::bridge::ClientBridge;
 use super::client::Session;
 use super::error::{ProcessFault, bounded};
 use super::offerings::{PROXIED_METHODS, RequestError, result_json};
-use super::proxy::{CancelOnDrop, past};
-use super::restart::Live;
 use super::shutdown::ShutdownOutcome;
 use super::stderr::StderrDiagnostic;
+use crate::host::{BoxFuture, ExtensionError};
 use crate::manifest::ListingKind;
 
 /// The outcome of one `notifications/tools/list_changed` (P-4). A burst
@@ -89,11 +89,18 @@ pub(crate) struct MonitorState {
     pub(crate) bridge: Mutex<Option<super::bridge::ClientBridge>>,
     /// The latest generation's child (weak, like the session), through
     /// which a request restarts a child that exited.
-    live: Mutex<Weak<Live>>,
+    live: Mutex<Option<Weak<dyn Restarting>>>,
     /// The resources the program subscribed to through
     /// [`ProcessMonitor::request`], subscribed again on a restarted child
     /// (at most [`MAX_KEPT_SUBSCRIPTIONS`]).
     subscriptions: Mutex<BTreeSet<String>>,
+}
+
+/// A generation's child that restarts when it exited (`restart.rs`
+/// implements it): the session a request should use.
+pub(crate) trait Restarting: Send + Sync {
+    /// The current session, or a fresh one when its child exited.
+    fn for_call(&self) -> BoxFuture<'_, Result<Arc<Session>, ExtensionError>>;
 }
 
 /// At most this many subscriptions are kept to be renewed on a restarted
@@ -102,14 +109,14 @@ pub const MAX_KEPT_SUBSCRIPTIONS: usize = 1024;
 
 impl MonitorState {
     /// Records the latest generation's child.
-    pub(crate) fn set_live(&self, live: &Arc<Live>) {
+    pub(crate) fn set_live(&self, live: Weak<dyn Restarting>) {
         if let Ok(mut slot) = self.live.lock() {
-            *slot = Arc::downgrade(live);
+            *slot = Some(live);
         }
     }
 
-    fn live(&self) -> Option<Arc<Live>> {
-        self.live.lock().ok()?.upgrade()
+    fn live(&self) -> Option<Arc<dyn Restarting>> {
+        self.live.lock().ok()?.as_ref()?.upgrade()
     }
 
     /// The resources to subscribe to again on a restarted child.
@@ -404,5 +411,13 @@ impl ProcessMonitor {
             }
             Err(e) => Err(RequestError::Fault(session.fault_of(&e))),
         }
+    }
+}
+
+/// Resolves once `deadline` has passed; never without one.
+async fn past(deadline: Option<Duration>) {
+    match deadline {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
     }
 }

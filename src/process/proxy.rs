@@ -10,16 +10,14 @@
 //! may finish, P-4, H-11); the server's progress for it goes to the caller's sink.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+use super::abandon::CancelOnDrop;
 use super::restart::Live;
 use crate::host::{BoxFuture, ExtensionError, Tool};
 
@@ -110,40 +108,5 @@ impl Tool for ProxyTool {
                 Err(e) => Err(session.fault_of(&e).to_extension_error(&context)),
             }
         })
-    }
-}
-
-/// Resolves once `deadline` has passed; never without one.
-pub(crate) async fn past(deadline: Option<Duration>) {
-    match deadline {
-        Some(limit) => tokio::time::sleep(limit).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Sends `notifications/cancelled` for a request the proxy stops waiting
-/// for (its call was cancelled, timed out, or dropped), so the server does
-/// not keep working on a result nobody reads.
-pub(crate) struct CancelOnDrop {
-    pub(crate) peer: Peer<RoleClient>,
-    pub(crate) id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            let params = CancelledNotificationParam::new(
-                Some(id),
-                Some("the caller stopped waiting for the call".to_owned()),
-            );
-            let _ = peer.notify_cancelled(params).await;
-        });
     }
 }

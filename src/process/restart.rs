@@ -44,9 +44,9 @@ use super::ProcessExtension;
 use super::client::Session;
 use super::error::ProcessFault;
 use super::list_changed::tool_keys_of;
-use super::monitor::MonitorState;
+use super::monitor::{MonitorState, Restarting};
 use super::shutdown::ShutdownOutcome;
-use crate::host::{ExtensionError, HostHandle};
+use crate::host::{BoxFuture, ExtensionError, HostHandle};
 
 /// The child of one generation, and how to start it again.
 pub(crate) struct Live {
@@ -235,6 +235,12 @@ impl Live {
                 self.monitor().stopped(outcome);
             }
         }
+    }
+}
+
+impl Restarting for Live {
+    fn for_call(&self) -> BoxFuture<'_, Result<Arc<Session>, ExtensionError>> {
+        Box::pin(Live::for_call(self))
     }
 }
 
