@@ -492,3 +492,77 @@ fn sigterm_while_a_server_is_listed_stops_it_and_writes_nothing() {
     );
     assert_eq!(fs::read(&file).unwrap(), before);
 }
+
+/// A server with one prompt that takes an argument; with the argument
+/// `completes` it declares `completions`, answers `completion/complete`
+/// and keeps what it was asked in `asked.json`, else it answers "method
+/// not found".
+const PROMPT_SERVER: &str = r#"
+mode = sys.argv[1]
+with open("tools.json") as f:
+    tools = json.load(f)
+def answer(method, params):
+    if method == "initialize":
+        capabilities = {"tools": {}, "prompts": {}}
+        if mode == "completes":
+            capabilities["completions"] = {}
+        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": capabilities,
+                "serverInfo": {"name": "prompt-fixture", "version": "1.0.0"}}
+    if method == "tools/list":
+        return {"tools": tools}
+    if method == "prompts/list":
+        return {"prompts": [{"name": "greet", "arguments": [{"name": "who"}]}]}
+    if method == "completion/complete" and mode == "completes":
+        with open("asked.json", "w") as f:
+            json.dump(params, f)
+        return {"completion": {"values": ["world"]}}
+    if method == "ping":
+        return {}
+    return None
+serve(answer)
+"#;
+
+#[test]
+fn lock_pins_completions_only_for_a_server_that_answers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = three_tools();
+    let completes = support::fixture::extension(
+        dir.path(),
+        "completes",
+        PROMPT_SERVER,
+        &["completes"],
+        &tools,
+        json!({}),
+    );
+    let plain = support::fixture::extension(
+        dir.path(),
+        "plain",
+        PROMPT_SERVER,
+        &["plain"],
+        &tools,
+        json!({}),
+    );
+    let out = exthost().args(["lock"]).arg(dir.path()).output().unwrap();
+    let text = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("completions: offered, not pinned yet"),
+        "{text}"
+    );
+    assert_eq!(read(&completes)["deferred"]["completions"], json!(true));
+    assert!(
+        read(&plain)["deferred"].get("completions").is_none(),
+        "{}",
+        read(&plain)
+    );
+    // The question: an empty value of the prompt's first argument.
+    let asked = read(&completes.with_file_name("asked.json"));
+    assert_eq!(asked["ref"], json!({"type": "ref/prompt", "name": "greet"}));
+    assert_eq!(asked["argument"], json!({"name": "who", "value": ""}));
+    exthost()
+        .args(["lock", "--check"])
+        .arg(dir.path())
+        .assert()
+        .code(0);
+}
