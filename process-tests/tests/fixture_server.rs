@@ -137,6 +137,17 @@ async fn a_hung_call_fails_at_its_deadline_and_the_session_lives_on() {
         "{err:?}"
     );
     assert_eq!(err.code(), "EXTENSION_TIMEOUT", "{err}");
+    // Dropping the call at the deadline tells the server.
+    within(async {
+        loop {
+            let stats = w.host.call_tool("fx:stats", json!({})).await.unwrap();
+            if stats["structuredContent"]["cancelled"] == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     let out = within(w.host.call_tool("fx:echo", json!({"message": "after"})))
         .await
         .unwrap();

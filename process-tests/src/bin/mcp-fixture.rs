@@ -8,7 +8,8 @@
 //!   list and announces it), `block`/`release` (a call held until
 //!   released), `stats` (its pid, listing count and the resources
 //!   subscribed to with `resources/subscribe`, which it accepts for any
-//!   URI); its listing comes in two `nextCursor` pages;
+//!   URI, and how many `notifications/cancelled` it got); its listing
+//!   comes in two `nextCursor` pages;
 //! * `exit-on-init`: exits (status 3) when `initialize` arrives;
 //! * `hang-on-init`: never answers `initialize`;
 //! * `garbage`: answers `initialize` with a line that is not JSON;
@@ -43,6 +44,8 @@ struct Server {
     blocked: Vec<Value>,
     /// The URIs of `resources/subscribe`, less those unsubscribed.
     subscribed: Vec<String>,
+    /// How many `notifications/cancelled` arrived.
+    cancelled: u64,
     children: Vec<std::process::Child>,
 }
 
@@ -69,6 +72,8 @@ impl Server {
         let Some(id) = id else {
             if method == "exthost/event" {
                 self.events.push(params);
+            } else if method == "notifications/cancelled" {
+                self.cancelled += 1;
             }
             return;
         };
@@ -201,7 +206,7 @@ impl Server {
                     "stats" => text_result(
                         "stats",
                         Some(
-                            json!({"pid": std::process::id(), "listings": self.listings, "blocked": self.blocked.len(), "subscribed": self.subscribed}),
+                            json!({"pid": std::process::id(), "listings": self.listings, "blocked": self.blocked.len(), "subscribed": self.subscribed, "cancelled": self.cancelled}),
                         ),
                     ),
                     other => {
@@ -238,6 +243,7 @@ fn main() {
         listings: 0,
         blocked: Vec::new(),
         subscribed: Vec::new(),
+        cancelled: 0,
         children: Vec::new(),
     };
     let stdin = std::io::stdin();
