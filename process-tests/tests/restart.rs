@@ -48,6 +48,13 @@ async fn active(declare: bool) -> (World, PathBuf, ProcessMonitor) {
     (w, dir, monitor)
 }
 
+/// Disposes the host; the current child and its group are gone after.
+async fn dispose(w: &World, monitor: &ProcessMonitor) {
+    let pid = monitor.pid().unwrap();
+    within(w.host.dispose()).await.unwrap();
+    assert_gone(pid);
+}
+
 fn starts(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("starts"))
         .map(|s| s.lines().count())
@@ -115,9 +122,7 @@ async fn concurrent_calls_after_a_crash_share_one_restart() {
         );
     }
     assert_eq!(starts(&dir), 2, "one restart for all eight calls");
-    let pid = monitor.pid().unwrap();
-    within(w.host.dispose()).await.unwrap();
-    assert_gone(pid);
+    dispose(&w, &monitor).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,9 +171,7 @@ async fn a_child_that_dies_at_every_start_costs_one_start_per_call() {
         .await
         .unwrap();
     assert_eq!(out["content"][0]["text"], "Echo: back");
-    let pid = monitor.pid().unwrap();
-    within(w.host.dispose()).await.unwrap();
-    assert_gone(pid);
+    dispose(&w, &monitor).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,9 +220,7 @@ async fn a_restarted_child_of_an_undeclared_manifest_with_other_tools_is_swapped
         w.host.tools().names().contains(&"fx:extra".to_owned())
     }))
     .await;
-    let pid = monitor.pid().unwrap();
-    within(w.host.dispose()).await.unwrap();
-    assert_gone(pid);
+    dispose(&w, &monitor).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,7 +255,5 @@ async fn subscriptions_are_renewed_on_the_restarted_child() {
         json!(["demo://b"]),
         "the fresh child has the subscriptions still held, and only those"
     );
-    let pid = monitor.pid().unwrap();
-    within(w.host.dispose()).await.unwrap();
-    assert_gone(pid);
+    dispose(&w, &monitor).await;
 }
