@@ -88,6 +88,14 @@ fn an_idle_backend_stops_and_its_next_call_starts_a_fresh_one() {
         let text = wait_for_log(&log, &format!("stopped extension {id:?} (pid "), 2);
         let pids = stopped_pids(&text, id);
         assert_ne!(pids[0], pids[1], "a fresh process served the second call");
+        // The process runtime restarted it; serve's log says so.
+        assert!(
+            text.contains(&format!(
+                "restarted extension {id:?} (pid {}): its process (pid {first}) had exited",
+                pids[1]
+            )),
+            "{text}"
+        );
     }
     assert!(
         std::fs::read_to_string(&log)

@@ -206,6 +206,17 @@ impl Gateway {
         if let Some(id) = &extension {
             self.wait_for_stop(id).await;
         }
+        // A backend whose process exited is restarted by this call (the
+        // process runtime does it); the log says so.
+        let exited = extension.as_deref().and_then(|id| {
+            let monitor = self.shape.monitor(id)?;
+            let was = monitor.pid()?;
+            (self.host.status(id) == Some(Status::Active) && !monitor.running()).then_some((
+                id.to_owned(),
+                monitor,
+                was,
+            ))
+        });
 
         let cancelled = cancel.clone();
         let mut options = CallOptions::new().with_cancellation(cancel);
@@ -226,11 +237,19 @@ impl Gateway {
             });
         }
         let input = Value::Object(arguments.unwrap_or_default());
-        match self
+        let outcome = self
             .host
             .call_tool_activating_with(&runtime_name, input, options)
-            .await
+            .await;
+        if let Some((id, monitor, was)) = exited
+            && monitor.running()
+            && let Some(now) = monitor.pid().filter(|now| *now != was)
         {
+            self.log.line(&format!(
+                "restarted extension {id:?} (pid {now}): its process (pid {was}) had exited"
+            ));
+        }
+        match outcome {
             Ok(value) => Ok(answer::from_value(value)),
             Err(e) => {
                 if cancelled.is_cancelled()
