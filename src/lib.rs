@@ -128,7 +128,7 @@ pub mod core {
     pub use exthost_core::{
         ActivationFailure, Binding, CallId, CleanupKind, CleanupStep, CodeRun, ContextId,
         DeclarationMismatch, DiscoveryError, DisposerRef, Failure, FailureCause, HookDiagnostic,
-        HookRef, MISMATCH_REASON_CODES, MismatchReason, ModelRecord, OpId, OpKind, Owner,
+        HookRef, MISMATCH_REASON_CODES, MismatchReason, ModelRecord, Moment, OpId, OpKind, Owner,
         ProviderEntry, ProviderRecord, RegistryEntry, RegistryError, Status, StepFailure, ToolRef,
         ToolRegistry, ToolSpec, api_name_base, is_api_name,
     };

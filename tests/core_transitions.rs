@@ -29,7 +29,7 @@ trait Step {
 
 impl Step for HostCore {
     fn step(&mut self, input: Input) -> Vec<Said> {
-        self.apply(input).unwrap();
+        self.apply(input, Moment::ZERO).unwrap();
         self.said()
     }
 
@@ -354,11 +354,17 @@ fn operations_begin_only_in_order_and_one_at_a_time() {
     let first = request(&mut core, OpKind::Activate("a".into()));
     let second = request(&mut core, OpKind::Emit);
     let before = core.clone();
-    assert!(core.apply(Input::Begin(second)).is_err(), "not the head");
+    assert!(
+        core.apply(Input::Begin(second), Moment::ZERO).is_err(),
+        "not the head"
+    );
     assert_eq!(core, before);
     assert_eq!(core.awaiting(), Some(Awaiting::Begin(first)));
     core.step(Input::Begin(first));
-    assert!(core.apply(Input::Begin(second)).is_err(), "one at a time");
+    assert!(
+        core.apply(Input::Begin(second), Moment::ZERO).is_err(),
+        "one at a time"
+    );
     assert!(core.withdraw(first).is_err(), "begun ops are not withdrawn");
     // A withdrawn op leaves the queue.
     core.withdraw(second).unwrap();
@@ -382,7 +388,11 @@ fn emit_runs_each_live_hook_once_in_order_and_collects_diagnostics() {
         } else {
             Ok(())
         };
-        effects = core.step(Input::HookFinished { op, result });
+        effects = core.step(Input::HookFinished {
+            op,
+            result,
+            span: None,
+        });
     }
     assert_eq!(
         order,
@@ -435,7 +445,11 @@ fn hooks_finished_in_one_input_is_one_hook_finished_per_result() {
     let (mut one_by_one, op) = emit();
     let mut last = Vec::new();
     for result in results() {
-        last = one_by_one.step(Input::HookFinished { op, result });
+        last = one_by_one.step(Input::HookFinished {
+            op,
+            result,
+            span: None,
+        });
     }
     let (mut batched, op2) = emit();
     assert_eq!(op, op2);
@@ -444,7 +458,7 @@ fn hooks_finished_in_one_input_is_one_hook_finished_per_result() {
     let short: HookResults = results().into_iter().take(4).collect();
     assert!(
         batched
-            .apply(Input::HooksFinished { op, results: short })
+            .apply(Input::HooksFinished { op, results: short }, Moment::ZERO)
             .is_err()
     );
     assert_eq!(batched, before);
@@ -479,7 +493,7 @@ fn hook_results_keep_their_order_and_refuse_a_bad_shape() {
     let mut first: HookResults = [Ok(()), Err(failure("x"))].into_iter().collect();
     let second: HookResults = [Err(failure("y")), Ok(())].into_iter().collect();
     first.append(second);
-    let flat: Vec<_> = first.clone().into_results().collect();
+    let flat: Vec<_> = first.clone().into_results().map(|(r, _)| r).collect();
     assert_eq!(flat, [Ok(()), Err(failure("x")), Err(failure("y")), Ok(())]);
     assert_eq!(
         HookResults::from_parts(4, vec![(1, failure("x")), (2, failure("y"))]),
@@ -503,7 +517,7 @@ fn hook_results_keep_their_order_and_refuse_a_bad_shape() {
     counted.push(Err(failure("y")));
     counted.push_ok(1);
     assert_eq!(
-        counted.into_results().collect::<Vec<_>>(),
+        counted.into_results().map(|(r, _)| r).collect::<Vec<_>>(),
         [Ok(()), Err(failure("x")), Err(failure("y")), Ok(())]
     );
 }
@@ -876,7 +890,9 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
         hook: Some(Duration::from_secs(10)),
         call: Some(Duration::from_secs(60)),
     };
-    let d = |step| core.deadline_for(&host, step);
+    core.set_deadlines(host);
+    assert_eq!(core.deadlines(), host);
+    let d = |step| core.deadline_for(step);
     assert_eq!(
         d(DeadlineStep::Activation("eager")),
         Some(Duration::from_millis(5))
@@ -894,36 +910,36 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
     // its own would hold it no better); else in a task of its own.
     for executor in [Executor::OneThread, Executor::Threads] {
         assert_eq!(
-            core.call_placement(&host, Some("eager"), false, executor),
+            core.call_placement(Some("eager"), false, executor),
             Placement::Inline
         );
         assert_eq!(
-            core.call_placement(&host, Some("eager"), true, executor),
+            core.call_placement(Some("eager"), true, executor),
             Placement::Task(None)
         );
         assert_eq!(
-            core.call_placement(&host, Some("plain"), true, executor),
+            core.call_placement(Some("plain"), true, executor),
             Placement::Task(host.call)
         );
     }
     assert_eq!(
-        core.call_placement(&host, Some("plain"), false, Executor::Threads),
+        core.call_placement(Some("plain"), false, Executor::Threads),
         Placement::Task(host.call)
     );
     assert_eq!(
-        core.call_placement(&host, Some("plain"), false, Executor::OneThread),
+        core.call_placement(Some("plain"), false, Executor::OneThread),
         Placement::InlineBounded(host.call.unwrap())
     );
     assert_eq!(
-        core.hook_placement(&host, Executor::Threads),
+        core.hook_placement(Executor::Threads),
         Placement::Task(host.hook)
     );
     assert_eq!(
-        core.hook_placement(&host, Executor::OneThread),
+        core.hook_placement(Executor::OneThread),
         Placement::InlineBounded(host.hook.unwrap())
     );
     assert_eq!(
-        core.activation_placement(&host, "eager"),
+        core.activation_placement("eager"),
         Placement::Task(Some(Duration::from_millis(5)))
     );
     let none = Deadlines {
@@ -932,13 +948,14 @@ fn the_core_answers_the_triggers_and_the_deadlines_of_each_definition() {
         hook: None,
         ..host
     };
-    assert_eq!(core.activation_placement(&none, "plain"), Placement::Inline);
+    core.set_deadlines(none);
+    assert_eq!(core.activation_placement("plain"), Placement::Inline);
     for executor in [Executor::OneThread, Executor::Threads] {
         assert_eq!(
-            core.call_placement(&none, None, false, executor),
+            core.call_placement(None, false, executor),
             Placement::Inline
         );
-        assert_eq!(core.hook_placement(&none, executor), Placement::Inline);
+        assert_eq!(core.hook_placement(executor), Placement::Inline);
     }
 
     // Once the extension left `discovered`, nothing triggers it again.

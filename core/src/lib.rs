@@ -50,6 +50,7 @@ pub mod reduction;
 pub mod registry;
 pub mod renaming;
 pub mod text;
+pub mod time;
 #[cfg(feature = "serde-state")]
 mod wire;
 
@@ -75,3 +76,4 @@ pub use registry::{
     RegistryEntry, RegistryError, ToolRegistry, ToolSpec, api_name_base, is_api_name,
     validate_tool_name,
 };
+pub use time::{Due, Moment, Timing};

@@ -114,4 +114,8 @@ pub enum Mutant {
     /// An event (and the eager start) also starts an extension whose last
     /// activation failed, not only one still `discovered` (M-3).
     TriggerStartsFailed,
+    /// A completion read exactly at its deadline counts as on time (INV-17).
+    LateReadOnTime,
+    /// A completion read just before its deadline times out (INV-17).
+    EarlyReadTimesOut,
 }

@@ -69,6 +69,7 @@ impl DeadlineOverrides {
 
 /// The deadlines a host enforces (H-12); `None` turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde-state", derive(serde::Serialize, serde::Deserialize))]
 pub struct Deadlines {
     /// An activation's factory and `activate` together.
     pub activation: Option<Duration>,
@@ -81,6 +82,14 @@ pub struct Deadlines {
 }
 
 impl Deadlines {
+    /// No deadline at all.
+    pub const NONE: Deadlines = Deadlines {
+        activation: None,
+        cleanup: None,
+        hook: None,
+        call: None,
+    };
+
     /// The deadline of `step` for an extension with these overrides (`None`:
     /// none of its own): the one place each step is paired with the
     /// deadline that bounds it. The hook deadline is the host's: one `emit`

@@ -12,6 +12,7 @@ use rpds::VectorSync;
 use super::ids::{CallId, ContextId, DisposerRef, HookRef, OpId, ToolRef};
 use super::outcome::{CleanupStep, Failure, LiveHook};
 use super::registry::{Owner, ProviderRecord, ToolSpec};
+use super::time::{Due, Moment};
 
 /// A registration made through an activation context (H-6).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,17 +53,32 @@ pub enum Requested {
 
 /// The results of hooks run one after another, from a first one on, in
 /// the form that costs nothing per hook that succeeded: how many finished,
-/// and the failures among them by their place from the first.
+/// and the failures among them by their place from the first. Hooks run
+/// under a deadline are timed: the results then carry one clock reading
+/// before the first hook and one at the end of each, so a hook's end is
+/// the next one's start, and the core judges each hook's two readings
+/// against the hook deadline (H-12, INV-17).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct HookResults {
     finished: usize,
     failures: Vec<(usize, Failure)>,
+    /// Empty when untimed; else `finished + 1` readings, rising.
+    readings: Vec<Moment>,
 }
 
 impl HookResults {
-    /// No hook finished yet.
+    /// No hook finished yet (untimed: no hook deadline applies).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No hook finished yet; the first starts at `start` and each result
+    /// comes with the reading of its end ([`HookResults::push_at`]).
+    pub fn timed(start: Moment) -> Self {
+        Self {
+            readings: vec![start],
+            ..Self::default()
+        }
     }
 
     /// The next hook finished with `result`.
@@ -72,6 +88,30 @@ impl HookResults {
             self.failures.push((self.finished, failure));
         }
         self.finished += 1;
+    }
+
+    /// The next hook of timed results finished with `result`, read at
+    /// `ended` (the next hook's start).
+    #[inline]
+    pub fn push_at(&mut self, result: Result<(), Failure>, ended: Moment) {
+        self.push(result);
+        self.readings.push(ended);
+    }
+
+    /// The readings of hook `i` (its start and its end), when timed.
+    pub fn span(&self, i: usize) -> Option<(Moment, Moment)> {
+        Some((*self.readings.get(i)?, *self.readings.get(i + 1)?))
+    }
+
+    /// The reading of the last hook's end (the start of timed results
+    /// with no hook yet); `None` when untimed.
+    pub fn last_reading(&self) -> Option<Moment> {
+        self.readings.last().copied()
+    }
+
+    /// Whether these results carry readings.
+    pub fn is_timed(&self) -> bool {
+        !self.readings.is_empty()
     }
 
     /// `count` more hooks finished without failing.
@@ -88,6 +128,7 @@ impl HookResults {
         (rising && within).then_some(Self {
             finished: count,
             failures,
+            readings: Vec::new(),
         })
     }
 
@@ -106,9 +147,15 @@ impl HookResults {
         &self.failures
     }
 
-    /// Appends the results of the hooks that ran after these.
+    /// Appends the results of the hooks that ran after these (their first
+    /// reading is these results' last: it is dropped).
     pub fn append(&mut self, later: HookResults) {
         let offset = self.finished;
+        if self.readings.is_empty() && self.finished == 0 {
+            self.readings = later.readings;
+        } else if !self.readings.is_empty() {
+            self.readings.extend(later.readings.into_iter().skip(1));
+        }
         self.failures.extend(
             later
                 .failures
@@ -118,12 +165,18 @@ impl HookResults {
         self.finished += later.finished;
     }
 
-    /// One result per hook, in order.
-    pub fn into_results(self) -> impl Iterator<Item = Result<(), Failure>> {
+    /// One result per hook, in order, with its readings when timed.
+    pub fn into_results(
+        self,
+    ) -> impl Iterator<Item = (Result<(), Failure>, Option<(Moment, Moment)>)> {
+        let spans: Vec<_> = (0..self.finished).map(|i| self.span(i)).collect();
         let mut failures = self.failures.into_iter().peekable();
-        (0..self.finished).map(move |i| match failures.next_if(|(at, _)| *at == i) {
-            Some((_, failure)) => Err(failure),
-            None => Ok(()),
+        (0..self.finished).zip(spans).map(move |(i, span)| {
+            let result = match failures.next_if(|(at, _)| *at == i) {
+                Some((_, failure)) => Err(failure),
+                None => Ok(()),
+            };
+            (result, span)
         })
     }
 }
@@ -166,6 +219,9 @@ pub enum Input {
         op: OpId,
         /// Its result.
         result: Result<(), Failure>,
+        /// When it began and when it ended, when a hook deadline applies
+        /// (the core judges the two readings against it).
+        span: Option<(Moment, Moment)>,
     },
     /// Every hook of the running emit, from the one the core asked for to
     /// the last, finished with these results, in delivery order. Exactly
@@ -184,10 +240,14 @@ pub enum Input {
         /// Its result.
         result: Result<(), Failure>,
     },
-    /// The deadline of the step the running operation awaits passed: the
-    /// activation's (factory or `activate`), a cleanup step's, or the wait
-    /// for an extension's calls in flight before its cleanup (H-12, H-11).
-    DeadlinePassed {
+    /// The timer the shell armed for
+    /// [`HostCore::poll_timeout`](super::HostCore::poll_timeout) fired. If
+    /// the reading it is applied at is at or after the deadline of the
+    /// step the running operation awaits (the activation's factory or
+    /// `activate`, a cleanup step, or the wait for an extension's calls in
+    /// flight before its cleanup; H-12, H-11), the deadline has passed;
+    /// a timer that fired early changes nothing.
+    Timeout {
         /// The running operation.
         op: OpId,
     },
@@ -329,6 +389,11 @@ pub struct AdmittedCall {
     pub tool: ToolRef,
     /// Who contributed the tool.
     pub owner: Owner,
+    /// When the call's deadline passes (H-12): the shell arms its one
+    /// timer for it and reports the call's end with its reading
+    /// ([`HostCore::call_finished`](super::HostCore::call_finished));
+    /// `None` when no call deadline applies.
+    pub due: Option<Due>,
 }
 
 /// Why a tool call was refused; nothing runs.

@@ -93,6 +93,10 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "cancellation: when the core decides to cancel the running activation, it sends the Cancel in the same step",
     ),
     (
+        "INV-17",
+        "lateness: a completion read at or after its deadline is never on time, and one read before it never times out",
+    ),
+    (
         "a dormant call refused for a revoked grant (INV-14)",
         "reached: a dormant call or provider selection refused because a declaration mismatch revoked the grant",
     ),

@@ -23,19 +23,21 @@ mod enabled;
 mod observe;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use exthost_core::canonical::{Handle, HandleKind, HandleSet};
 use exthost_core::{
     AdmittedCall, Awaiting, CallRefused, CallVerdict, ContextClosed, DiscoveryError, DormantCall,
-    Drained, Effect, Failure, HostCore, Input, Mutant, OpKind, OpOutcome, Phase, ProtocolError,
-    ProviderSelection, Registered, Registration, Requested,
+    Drained, Effect, Failure, HookResults, HostCore, Input, Moment, Mutant, OpKind, OpOutcome,
+    Phase, ProtocolError, ProviderSelection, Registered, Registration, Requested,
 };
 use stateright::{Expectation, Model, Path, Property};
 
 use crate::properties;
 use crate::render;
 use crate::scenario::{
-    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, EVENT, PROVIDER_ID, Scenario, provider_record,
+    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, EVENT, MODEL_DEADLINE, PROVIDER_ID, Scenario,
+    provider_record,
 };
 use crate::state::{Env, OpStatus, State, Violations};
 use crate::symmetry::Pair;
@@ -227,32 +229,82 @@ impl HostModel {
     }
 
     /// The input of the running operation an action feeds to the core
-    /// (`None` for the callers' commands and [`Action::Hang`]).
-    pub fn input(&self, action: &Action) -> Option<Input> {
+    /// (`None` for the callers' commands and [`Action::Hang`]), and the
+    /// clock reading it is applied at (H-12, INV-17): a completion is read
+    /// one nanosecond before the deadline of the step it ends, and the
+    /// timer the core asked for fires at the deadline itself
+    /// ([`Action::Deadline`]); a hook read at its deadline is that
+    /// action's on an emit.
+    pub fn input(&self, core: &HostCore, action: &Action) -> Option<(Input, Moment)> {
+        let due = core.poll_timeout();
+        let before = due.map_or(Moment::ZERO, |at| at.shifted(-1));
+        let hook_span = |late: bool| {
+            let end = if late {
+                MODEL_DEADLINE
+            } else {
+                MODEL_DEADLINE - Duration::from_nanos(1)
+            };
+            Some((Moment::ZERO, Moment::ZERO.after(end)))
+        };
         Some(match action {
-            Action::Begin { op, .. } => Input::Begin(*op),
-            Action::Factory { context, ok, .. } => Input::FactoryReturned {
-                context: *context,
-                result: result(*ok, "factory"),
-            },
-            Action::ActivateReturned { context, ok, .. } => Input::ActivateReturned {
-                context: *context,
-                result: result(*ok, "activate"),
-            },
-            Action::Hook { op, ok, .. } => Input::HookFinished {
-                op: *op,
-                result: result(*ok, "hook"),
-            },
-            Action::Hooks { op, results, .. } => Input::HooksFinished {
-                op: *op,
-                results: results.iter().map(|ok| result(*ok, "hook")).collect(),
-            },
-            Action::Cleanup { op, ok, .. } => Input::CleanupFinished {
-                op: *op,
-                result: result(*ok, "cleanup step"),
-            },
-            Action::Deadline { op, .. } => Input::DeadlinePassed { op: *op },
-            Action::Lost { op, .. } => Input::StepLost { op: *op },
+            Action::Begin { op, .. } => (Input::Begin(*op), before),
+            Action::Factory { context, ok, .. } => (
+                Input::FactoryReturned {
+                    context: *context,
+                    result: result(*ok, "factory"),
+                },
+                before,
+            ),
+            Action::ActivateReturned { context, ok, .. } => (
+                Input::ActivateReturned {
+                    context: *context,
+                    result: result(*ok, "activate"),
+                },
+                before,
+            ),
+            Action::Hook { op, ok, .. } => (
+                Input::HookFinished {
+                    op: *op,
+                    result: result(*ok, "hook"),
+                    span: hook_span(false),
+                },
+                before,
+            ),
+            Action::Hooks { op, results, .. } => {
+                let (_, half) = hook_span(false)?;
+                let mut timed = HookResults::timed(Moment::ZERO);
+                for (i, ok) in results.iter().enumerate() {
+                    let ended = Moment::from_nanos(half.as_nanos() * (i as u64 + 1));
+                    timed.push_at(result(*ok, "hook"), ended);
+                }
+                (
+                    Input::HooksFinished {
+                        op: *op,
+                        results: timed,
+                    },
+                    before,
+                )
+            }
+            Action::Cleanup { op, ok, .. } => (
+                Input::CleanupFinished {
+                    op: *op,
+                    result: result(*ok, "cleanup step"),
+                },
+                before,
+            ),
+            Action::Deadline {
+                op,
+                on: Awaited::Hook,
+            } => (
+                Input::HookFinished {
+                    op: *op,
+                    result: Ok(()),
+                    span: hook_span(true),
+                },
+                before,
+            ),
+            Action::Deadline { op, .. } => (Input::Timeout { op: *op }, due.unwrap_or_default()),
+            Action::Lost { op, .. } => (Input::StepLost { op: *op }, before),
             _ => return None,
         })
     }
@@ -281,12 +333,20 @@ impl HostModel {
             Action::LateRegister { ext, context, reg } => {
                 Reply::Registration(core.register(*context, self.registration(*ext, *reg)))
             }
-            Action::CallStart { tool, .. } => Reply::Call(core.call_start(tool)),
+            Action::CallStart { tool, .. } => Reply::Call(core.call_start(tool, Moment::ZERO)),
             Action::CallFinish {
                 call,
                 deadline_passed,
                 ..
-            } => Reply::CallEnded(core.call_finished(*call, *deadline_passed)),
+            } => {
+                // Read at the call's deadline, or one nanosecond before.
+                let now = match core.call_due(*call) {
+                    Some(due) if *deadline_passed => due.at,
+                    Some(due) => due.at.shifted(-1),
+                    None => Moment::ZERO,
+                };
+                Reply::CallEnded(core.call_finished(*call, now))
+            }
             Action::DormantCall { ext, provider } => {
                 let (started, revoked) = self.admit_dormant(core, *ext, *provider);
                 let started = started.map(|extension| {
@@ -296,7 +356,10 @@ impl HostModel {
                 Reply::Dormant { started, revoked }
             }
             Action::Hang { .. } => return None,
-            _ => return Some(core.apply(self.input(action)?).map(|()| Reply::None)),
+            _ => {
+                let (input, now) = self.input(core, action)?;
+                return Some(core.apply(input, now).map(|()| Reply::None));
+            }
         };
         Some(Ok(reply))
     }

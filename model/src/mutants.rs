@@ -20,7 +20,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 36] = [
+pub const MUTANTS: [MutantCase; 38] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -272,6 +272,20 @@ pub const MUTANTS: [MutantCase; 36] = [
         breaks: &["protocol"],
         summary: "an event also starts an extension whose activation failed",
         caught_in: "discovery+tools",
+    },
+    MutantCase {
+        mutant: Mutant::LateReadOnTime,
+        name: "LateReadOnTime",
+        breaks: &["INV-17"],
+        summary: "a completion read exactly at its deadline counts as on time",
+        caught_in: "tools+steps",
+    },
+    MutantCase {
+        mutant: Mutant::EarlyReadTimesOut,
+        name: "EarlyReadTimesOut",
+        breaks: &["INV-17"],
+        summary: "a completion read one nanosecond before its deadline times out",
+        caught_in: "tools+steps",
     },
 ];
 

@@ -324,6 +324,16 @@ pub fn inv16(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv16)
 }
 
+/// INV-17: lateness is judged on the readings. A completion read at or
+/// after its deadline is never reported on time, and one read before it
+/// never times out: a call's verdict follows the side of its deadline its
+/// end was read on, an activation rolls back for its deadline only when
+/// it was read at or after it, and a hook read at its deadline is
+/// reported as timed out.
+pub fn inv17(_: &Scenario, s: &State) -> Result<(), String> {
+    flag(&s.env.violations.inv17)
+}
+
 /// The environment's protocol: no chosen input refused, no unexpected reply.
 pub fn protocol(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.protocol)
@@ -353,6 +363,7 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-14" => inv14,
         "INV-15" => inv15,
         "INV-16" => inv16,
+        "INV-17" => inv17,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -433,6 +444,7 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
         Definition::always("INV-12c", |sc, s| inv12c(sc, s).is_ok()),
         Definition::always("INV-15", |sc, s| inv15(sc, s).is_ok()),
         Definition::always("INV-16", |sc, s| inv16(sc, s).is_ok()),
+        Definition::always("INV-17", |sc, s| inv17(sc, s).is_ok()),
         Definition::always(PROTOCOL, |sc, s| protocol(sc, s).is_ok()),
     ];
     // INV-11 and INV-13 are listed only where the bounds exercise them

@@ -3,12 +3,16 @@
 //! finite.
 
 use exthost_core::{
-    DefinitionMeta, DefinitionPolicy, HostCore, ModelRecord, ProviderRecord, Registration, ToolRef,
-    ToolSpec,
+    Deadlines, DefinitionMeta, DefinitionPolicy, HostCore, ModelRecord, ProviderRecord,
+    Registration, ToolRef, ToolSpec,
 };
 
 use crate::action::Reg;
 use serde::Serialize;
+
+/// The length of every deadline in the model: what matters is only which
+/// side of it a reading falls on.
+pub const MODEL_DEADLINE: std::time::Duration = std::time::Duration::from_nanos(10);
 
 /// The id of the manifest-style (namespaced) extension.
 pub const MANIFEST_ID: &str = "m";
@@ -375,7 +379,15 @@ impl Scenario {
             script.push(DiscoveryStep::Accept(vec![i]));
         }
         let base = vec![ToolSpec::new(BASE_TOOL, "the host's base tool", DIGEST)];
-        let (initial, base_refs) = HostCore::new(&base).expect("the base tool is valid");
+        let (mut initial, base_refs) = HostCore::new(&base).expect("the base tool is valid");
+        // Every step has a deadline (H-12): the environment reads the
+        // clock one nanosecond before it or at it (INV-17).
+        initial.set_deadlines(Deadlines {
+            activation: Some(MODEL_DEADLINE),
+            cleanup: Some(MODEL_DEADLINE),
+            hook: Some(MODEL_DEADLINE),
+            call: Some(MODEL_DEADLINE),
+        });
         Self {
             bounds,
             base,

@@ -295,6 +295,9 @@ pub struct Violations {
     /// shutdown, a passed deadline) without sending its `Cancel` in the
     /// same step.
     pub inv16: Option<String>,
+    /// INV-17: a completion read at or after its deadline was reported on
+    /// time, or one read before it timed out.
+    pub inv17: Option<String>,
     /// The core refused an input the environment chose, or replied with
     /// an effect the environment did not expect.
     pub protocol: Option<String>,

@@ -6,16 +6,11 @@ use exthost_model::run::{self, Options};
 use exthost_model::{Bounds, HostModel};
 use stateright::{Checker, Model};
 
-/// The distinct states of `check --ci` (README, docs/model-checking.md).
-const CI_UNIQUE_STATES: usize = 133_080;
-/// The distinct states of `check --lifecycle` (reload, dependency and
-/// providers with one tool, hook and disposer and two requests).
-const LIFECYCLE_UNIQUE_STATES: usize = 1_356_616;
-/// The distinct states of `check --full`, the one search over every input
-/// ([`Bounds::full`]): 166,504,168 unique of 446,507,780 generated, depth
-/// 49, 7,682 s at low priority on a shared 2-core machine
-/// (docs/model-checking.md, "Other ways to run it").
-const FULL_UNIQUE_STATES: usize = 166_504_168;
+/// The distinct states of `check --full` ([`Bounds::full`]), once measured
+/// with the clock readings of INV-17 (the last figure, 166,504,168, came
+/// from the model before them and no longer holds): until then the
+/// ignored test below judges every invariant and prints the count.
+const FULL_UNIQUE_STATES: Option<usize> = None;
 
 /// `check --full`, one search over every input: too slow for the suite
 /// (`cargo test --release -p exthost-model --test check -- --ignored`).
@@ -24,7 +19,10 @@ const FULL_UNIQUE_STATES: usize = 166_504_168;
 fn the_full_search_has_its_pinned_state_count() {
     let report = check(Bounds::full());
     assert_all_ok(&report);
-    assert_eq!(report.unique_states, FULL_UNIQUE_STATES);
+    match FULL_UNIQUE_STATES {
+        Some(pinned) => assert_eq!(report.unique_states, pinned),
+        None => eprintln!("check --full: {} distinct states", report.unique_states),
+    }
     // Every invariant is judged in the one search.
     for name in exthost_model::properties::INVARIANTS {
         assert_eq!(

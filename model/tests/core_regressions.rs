@@ -21,9 +21,15 @@ fn manifest() -> DefinitionMeta {
     }
 }
 
-/// Applies `input` and drains what it left in the core's outbox.
+/// Applies `input` and drains what it left in the core's outbox. Every
+/// input is read at the clock's origin, except the timer's (`Timeout`),
+/// which fires at the deadline the core asked to be woken at.
 fn apply(core: &mut HostCore, input: Input) -> Drained {
-    core.apply(input).expect("a valid input");
+    let now = match input {
+        Input::Timeout { .. } => core.poll_timeout().expect("a deadline the core waits for"),
+        _ => Moment::ZERO,
+    };
+    core.apply(input, now).expect("a valid input");
     core.drain_outbox()
 }
 
@@ -165,6 +171,10 @@ fn discovery_refuses_a_descriptor_whose_name_is_live() {
 /// Begins an activation of plain `a` and returns its operation and context
 /// (the core then awaits the factory).
 fn begin_activation(core: &mut HostCore) -> (OpId, ContextId) {
+    core.set_deadlines(Deadlines {
+        activation: Some(std::time::Duration::from_secs(30)),
+        ..Deadlines::NONE
+    });
     discover(core, vec![DefinitionMeta::plain("a")]).unwrap();
     let op = request_activation(core);
     match apply(core, Input::Begin(op)).commands.as_slice() {
@@ -204,7 +214,7 @@ fn an_activate_returning_after_its_deadline_rolls_back_as_timed_out() {
             },
         );
         assert_eq!(
-            apply(&mut core, Input::DeadlinePassed { op }),
+            apply(&mut core, Input::Timeout { op }),
             Drained {
                 commands: vec![Effect::Cancel { context }],
                 ..Drained::default()
@@ -223,7 +233,7 @@ fn an_activate_returning_after_its_deadline_rolls_back_as_timed_out() {
 fn a_factory_returning_an_instance_after_its_deadline_rolls_back_as_timed_out() {
     let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
     let (op, context) = begin_activation(&mut core);
-    apply(&mut core, Input::DeadlinePassed { op });
+    apply(&mut core, Input::Timeout { op });
     let effects = apply(
         &mut core,
         Input::FactoryReturned {
@@ -249,7 +259,7 @@ fn a_factory_failing_after_its_deadline_rolls_back_as_timed_out() {
     for input in ["error", "lost"] {
         let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
         let (op, context) = begin_activation(&mut core);
-        apply(&mut core, Input::DeadlinePassed { op });
+        apply(&mut core, Input::Timeout { op });
         let effects = match input {
             "error" => apply(
                 &mut core,

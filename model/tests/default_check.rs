@@ -18,14 +18,14 @@ use exthost_model::{Bounds, HostModel};
 const SEARCH_UNIQUE_STATES: [(&str, usize); 11] = [
     ("requests+reload", 82_708),
     ("requests+discovery", 48_266),
-    ("requests+tools", 46_934),
-    ("requests+steps", 75_900),
+    ("requests+tools", 47_318),
+    ("requests+steps", 76_044),
     ("reload+discovery", 67_266),
-    ("reload+tools", 86_348),
+    ("reload+tools", 87_674),
     ("reload+steps", 196_980),
-    ("discovery+tools", 23_929),
-    ("discovery+steps", 83_739),
-    ("tools+steps", 63_635),
+    ("discovery+tools", 25_033),
+    ("discovery+steps", 83_793),
+    ("tools+steps", 64_055),
     ("other-names", 1_970),
 ];
 

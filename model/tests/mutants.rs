@@ -263,3 +263,13 @@ fn mutant_names_parse() {
     );
     assert_eq!(exthost_model::mutants::parse("nothing"), None);
 }
+
+#[test]
+fn late_read_on_time_breaks_inv17() {
+    assert_caught(Mutant::LateReadOnTime);
+}
+
+#[test]
+fn early_read_times_out_breaks_inv17() {
+    assert_caught(Mutant::EarlyReadTimesOut);
+}

@@ -45,8 +45,11 @@ pub fn current_call_cancellation() -> Option<CancellationToken> {
 /// off for the running operation (the shutdown waiting for this call goes
 /// on) reaches that operation's driver through the shell's drain, which
 /// wakes it.
-fn finish(inner: &Inner, call: CallId, deadline_passed: bool) -> CallVerdict {
-    let ended = inner.lock().end_call(call, deadline_passed);
+///
+/// The report goes with the clock reading taken as the core hears it, and
+/// the core judges it against the call's deadline (INV-17).
+fn finish(inner: &Inner, call: CallId) -> CallVerdict {
+    let ended = inner.lock().end_call(call);
     let Some((verdict, signals)) = ended else {
         return CallVerdict::Discarded;
     };
@@ -71,7 +74,7 @@ impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.signals.abandon();
-            finish(self.inner, self.call, false);
+            finish(self.inner, self.call);
         }
     }
 }
@@ -106,7 +109,7 @@ pub(crate) async fn call(
         });
     }
     let executor = current_executor();
-    let (call, tool, signals, placement) = {
+    let (call, tool, signals, placement, due) = {
         let mut shell = inner.lock();
         let admitted = match shell.call_start(name) {
             Ok(admitted) => admitted,
@@ -132,22 +135,25 @@ pub(crate) async fn call(
             executor,
             signals.clone(),
         );
-        (admitted.call, tool, signals, placement)
+        (admitted.call, tool, signals, placement, admitted.due)
     };
     let Some(tool) = tool else {
-        finish(inner, call, false);
+        finish(inner, call);
         return Err(HostError::ToolNotFound {
             name: name.to_owned(),
         });
     };
     inner.ran(|| CodeRun::Tool(call));
-    let bound = match placement {
-        Placement::Inline => None,
-        Placement::InlineBounded(deadline) => Some(deadline),
+    // The instant its one timer is armed for (the core's deadline), and
+    // the deadline for the timeout's message.
+    let timer_at = due.map(|due| inner.clock().instant(due.at));
+    let bound = due.map(|due| due.deadline);
+    match placement {
+        Placement::Inline | Placement::InlineBounded(_) => {}
         // The task path is boxed: the inline path's future, the common
         // one, stays small (no copy of the task path's state on every
         // move).
-        Placement::Task(deadline) => {
+        Placement::Task(_) => {
             return Box::pin(call_in_task(
                 inner,
                 name,
@@ -159,11 +165,11 @@ pub(crate) async fn call(
                     progress,
                     caller: caller_cancel,
                 },
-                deadline,
+                bound.zip(timer_at),
             ))
             .await;
         }
-    };
+    }
     let mut guard = FinishOnDrop {
         inner,
         call,
@@ -175,8 +181,6 @@ pub(crate) async fn call(
         progress,
         caller: None,
     };
-    // The deadline with the instant it counts from.
-    let due = bound.map(|d| (d, Instant::now()));
     let run = CALL.scope(scope, contain(move || tool.call(input)));
     let mut run = std::pin::pin!(run);
     // Set when a bounded tool is first pending: a tool that returns at its
@@ -192,9 +196,8 @@ pub(crate) async fn call(
         if let Poll::Ready(result) = run.as_mut().poll(cx) {
             return Poll::Ready(Ended::Returned(result));
         }
-        if let Some((d, started)) = due {
-            let timer =
-                timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + d)));
+        if let Some(at) = timer_at {
+            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
             if timer.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Ended::DeadlinePassed);
             }
@@ -204,14 +207,12 @@ pub(crate) async fn call(
     .await;
     guard.armed = false;
     let outcome = match ended {
-        Ended::Returned(result) => {
-            // A tool that blocked the thread past its deadline and then
-            // returned is late, as from a task of its own.
-            let late = due.is_some_and(|(d, started)| started.elapsed() >= d);
-            Some((result, finish(inner, call, late)))
-        }
+        // A tool that blocked the thread past its deadline and then
+        // returned is late, as from a task of its own: the core judges the
+        // reading.
+        Ended::Returned(result) => Some((result, finish(inner, call))),
         Ended::DeadlinePassed => {
-            return Err(match finish(inner, call, true) {
+            return Err(match finish(inner, call) {
                 CallVerdict::TimedOut | CallVerdict::Delivered => timed_out(name, bound),
                 // Its extension's cleanup abandoned it first.
                 CallVerdict::Discarded => timed_out(name, None),
@@ -242,11 +243,11 @@ async fn call_in_task(
     tool: Arc<dyn Tool>,
     input: Value,
     scope: CallScope,
-    deadline: Option<Duration>,
+    due: Option<(Duration, Instant)>,
 ) -> Result<Value, HostError> {
     let caller_cancel = scope.caller.clone();
     let signals = scope.signals.clone();
-    let started = Instant::now();
+    let deadline = due.map(|(deadline, _)| deadline);
     // The task holds the host weakly: a host whose last handle goes
     // without `dispose` while the call runs on (its caller left) is freed,
     // and its drop aborts this task.
@@ -256,9 +257,8 @@ async fn call_in_task(
     // finds the report already there.
     let mut task = tokio::spawn(CALL.scope(scope, async move {
         let result = contain(move || tool.call(input)).await;
-        let late = deadline.is_some_and(|d| started.elapsed() >= d);
         let verdict = match task_inner.upgrade() {
-            Some(inner) => finish(&inner, call, late),
+            Some(inner) => finish(&inner, call),
             None => CallVerdict::Discarded,
         };
         (result, verdict)
@@ -274,13 +274,13 @@ async fn call_in_task(
         armed: true,
     };
     let sleep = async {
-        match deadline {
-            Some(d) => {
+        match due {
+            Some((_, at)) => {
                 // The call's task gets a turn before the timer is set: a
                 // call that ends in it never registers one. The deadline
                 // is the same instant either way.
                 tokio::task::yield_now().await;
-                tokio::time::sleep_until(started + d).await
+                tokio::time::sleep_until(at).await
             }
             None => std::future::pending().await,
         }
@@ -304,7 +304,7 @@ async fn call_in_task(
         }
         _ = sleep => {
             abort.abort();
-            let verdict = finish(inner, call, true);
+            let verdict = finish(inner, call);
             guard.armed = false;
             match verdict {
                 // The core's answer: the caller gets the timeout.

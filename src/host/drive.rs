@@ -17,8 +17,13 @@
 //!   with no deadline runs in the driver (the core's placement). Hooks
 //!   under a deadline run one way on both runtime flavours: in a batch
 //!   task under the driver's watchdog, one clock reading per hook
-//!   ([`super::hook_watch`]). What the driver feeds the core when a deadline passes or a completion arrives
-//!   late is decided by the core (`DeadlinePassed`, then the completion).
+//!   ([`super::hook_watch`]).
+//! - Time is data (H-12, INV-17): every input goes to the core with the
+//!   clock reading taken as it is applied ([`super::link`]), and each hook
+//!   of a batch with its own two readings; the core judges them against
+//!   the deadlines it chose. The driver arms one timer, for the instant the
+//!   core asks to be woken at (`poll_timeout`), and applies `Timeout` when
+//!   it fires; whether the deadline passed is the core's answer.
 //! - A driver that ends without settling its operation (its task aborted,
 //!   its runtime shutting down, a bug unwinding) feeds the core `StepLost`
 //!   and hands the rest of the operation, with its turn in the queue, to a
@@ -68,76 +73,41 @@ fn lost() -> Failure {
     )
 }
 
-fn timed_out(what: &str, deadline: Duration) -> Failure {
+/// What the driver feeds for a step it stopped waiting for once the core
+/// said its deadline passed: the core already counts the step as the
+/// deadline's, whatever it reports (H-12).
+fn abandoned(what: &str) -> Failure {
     Failure::coded(
         codes::EXTENSION_TIMEOUT,
-        format!("{what} did not settle within {deadline:?}"),
+        format!("{what} was abandoned at its deadline"),
     )
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn passed(at: Option<Instant>) -> bool {
-    at.is_some_and(|at| Instant::now() >= at)
-}
-
-/// The running activation's deadline (H-12), one instant for its factory
-/// and its `activate` alike, and the one timer that waits for it.
+/// The one timer a driver arms: for the instant the core asks to be woken
+/// at ([`HostCore::poll_timeout`](exthost_core::HostCore::poll_timeout)).
 ///
-/// The timer is made once per driver and re-armed for each activation the
-/// operation runs (a dependency's, then its dependent's): registering a
-/// timer with the runtime can wake the runtime's driver (a system call on
-/// a runtime with I/O), re-arming it later does not, so an operation pays
-/// that once, not once per step.
+/// It is made once per driver and re-armed for each step the operation
+/// runs: registering a timer with the runtime can wake the runtime's
+/// driver (a system call on a runtime with I/O), re-arming it later does
+/// not, so an operation pays that once, not once per step.
 #[derive(Default)]
-struct ActivationDeadline {
-    at: Option<Instant>,
-    /// The deadline's length, for its error text.
-    budget: Option<Duration>,
+struct Wake {
     timer: Option<Pin<Box<Sleep>>>,
 }
 
-impl ActivationDeadline {
-    /// An activation starts now, under `budget` (none: no deadline).
-    fn start(&mut self, budget: Option<Duration>) {
-        self.budget = budget;
-        self.at = budget.map(|d| Instant::now() + d);
-        if let (Some(at), Some(timer)) = (self.at, self.timer.as_mut()) {
-            timer.as_mut().reset(at);
-        }
-    }
-
-    /// The same deadline, with no timer yet: for the driver that takes the
-    /// operation over.
-    fn handed_over(&self) -> Self {
-        Self {
-            at: self.at,
-            budget: self.budget,
-            timer: None,
-        }
-    }
-
-    fn passed(&self) -> bool {
-        passed(self.at)
-    }
-
-    /// Resolves when the deadline passes; never, without one.
-    fn expired(&mut self) -> impl Future<Output = ()> + '_ {
-        let timer = match self.at {
-            Some(at) => Some(
-                self.timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at))),
-            ),
-            None => None,
-        };
+impl Wake {
+    /// Resolves at `at`; never, without one.
+    fn at(&mut self, at: Option<Instant>) -> impl Future<Output = ()> + '_ {
+        let timer = at.map(|at| {
+            if let Some(timer) = &mut self.timer {
+                timer.as_mut().reset(at);
+            }
+            self.timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)))
+        });
         async move {
             match timer {
-                Some(timer) => timer.await,
+                Some(timer) => timer.as_mut().await,
                 None => std::future::pending().await,
             }
         }
@@ -152,7 +122,7 @@ pub(crate) struct Driver {
     turn: Option<Turn>,
     begun: bool,
     settled: bool,
-    activation_deadline: ActivationDeadline,
+    wake: Wake,
     /// The running activation's factory and `activate` run in this task
     /// (the core's placement: no activation deadline).
     activation_inline: bool,
@@ -172,7 +142,7 @@ impl Driver {
             turn: None,
             begun: false,
             settled: false,
-            activation_deadline: ActivationDeadline::default(),
+            wake: Wake::default(),
             activation_inline: false,
             watched: None,
             hooks_done: HookResults::new(),
@@ -270,6 +240,19 @@ impl Driver {
         }
     }
 
+    /// The timer the core asked for fired: applies `Timeout`. True when the
+    /// core acted on it (the awaited step's deadline passed: the core asks
+    /// for another instant, or none); false when it fired early, and the
+    /// timer is to be armed again for `next`.
+    fn timeout(&self, armed: Option<Instant>) -> Result<(), Option<Instant>> {
+        let mut shell = self.inner.lock();
+        let _ = shell.apply(Input::Timeout { op: self.op });
+        match shell.ask().poll_timeout() {
+            next if next == armed => Err(next),
+            _ => Ok(()),
+        }
+    }
+
     /// Performs the operation's commands until it settles.
     async fn run(&mut self) {
         loop {
@@ -280,7 +263,7 @@ impl Driver {
                     self.settled = true;
                     return;
                 }
-                Next::Calls(extension) => self.await_calls(extension).await,
+                Next::Calls => self.await_calls().await,
                 Next::Unasked(awaiting) => {
                     // The core awaits a step no command asked for: a shell
                     // bug. The step counts as lost and the core goes on;
@@ -327,17 +310,12 @@ impl Driver {
     }
 
     async fn call_factory(&mut self, extension: String, context: ContextId) {
-        let (placement, factory) = self.inner.lock().activation_start(&extension);
-        self.activation_inline = placement == Placement::Inline;
-        let deadline = match placement {
-            Placement::Inline => None,
-            // (The core bounds an activation in a task of its own whenever
-            // a deadline applies: the factory blocks a thread of the
-            // blocking pool, not the runtime's.)
-            Placement::InlineBounded(deadline) => Some(deadline),
-            Placement::Task(deadline) => deadline,
+        let (placement, factory, mut wake_at) = {
+            let shell = self.inner.lock();
+            let (placement, factory) = shell.activation_start(&extension);
+            (placement, factory, shell.ask().poll_timeout())
         };
-        self.activation_deadline.start(deadline);
+        self.activation_inline = placement == Placement::Inline;
         self.inner.ran(|| CodeRun::Factory(context));
         let Some(factory) = factory else {
             return self.feed([Input::FactoryReturned {
@@ -351,42 +329,41 @@ impl Driver {
             // it runs here (a factory that blocks its thread blocks this
             // operation's driver, as documented).
             let result = under_queue_thread(host, || catch_sync(|| factory()));
-            return self.factory_returned(context, result, false);
+            return self.factory_returned(context, result);
         }
         // The factory is synchronous: it runs on the blocking pool, marked
         // as running under this host's queue, so one that blocks its thread
         // cannot hold the deadline hostage.
-        let task = AbortOnDrop(tokio::task::spawn_blocking(move || {
+        let mut task = AbortOnDrop(tokio::task::spawn_blocking(move || {
             under_queue_thread(host, || catch_sync(|| factory()))
         }));
-        let mut task = task;
-        let result = tokio::select! {
-            joined = &mut task.0 => joined.unwrap_or_else(|_| Err(lost())),
-            _ = self.activation_deadline.expired() => {
-                let d = deadline.unwrap_or_default();
-                return self.feed([
-                    Input::DeadlinePassed { op: self.op },
-                    Input::FactoryReturned { context, result: Err(timed_out("the factory", d)) },
-                ]);
+        let result = loop {
+            tokio::select! {
+                joined = &mut task.0 => break joined.unwrap_or_else(|_| Err(lost())),
+                _ = self.wake.at(wake_at) => match self.timeout(wake_at) {
+                    Ok(()) => {
+                        return self.feed([Input::FactoryReturned {
+                            context,
+                            result: Err(abandoned("the factory")),
+                        }]);
+                    }
+                    Err(next) => wake_at = next,
+                },
             }
         };
-        let late = self.activation_deadline.passed();
-        self.factory_returned(context, result, late)
+        // Read as it is fed: the core judges it against the deadline.
+        self.factory_returned(context, result)
     }
 
-    /// Keeps the instance the factory made and feeds the result (after the
-    /// deadline's input when it came too late), under one lock.
+    /// Keeps the instance the factory made and feeds the result, under one
+    /// lock.
     fn factory_returned(
         &self,
         context: ContextId,
         result: Result<Arc<dyn super::extension::Extension>, Failure>,
-        late: bool,
     ) {
         let mut shell = self.inner.lock();
         let result = result.map(|instance| shell.keep_instance(context, instance));
-        if late {
-            let _ = shell.apply(Input::DeadlinePassed { op: self.op });
-        }
         let _ = shell.apply(Input::FactoryReturned { context, result });
     }
 
@@ -423,33 +400,23 @@ impl Driver {
         let mut task = AbortOnDrop(spawn_code(self.inner.id(), async move {
             contain(|| instance.activate(cx)).await
         }));
-        let op = self.op;
-        tokio::select! {
-            biased;
-            _ = token.cancelled() => self.feed([Input::ActivateReturned {
-                context,
-                result: Err(Failure::coded(
+        // The factory's deadline holds for `activate` too.
+        let mut wake_at = self.inner.lock().ask().poll_timeout();
+        let result = loop {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => break Err(Failure::coded(
                     codes::EXTENSION_ACTIVATION_CANCELLED,
                     "the activation was cancelled",
                 )),
-            }]),
-            joined = &mut task.0 => {
-                let result = joined.unwrap_or_else(|_| Err(lost()));
-                let mut inputs = Vec::with_capacity(2);
-                if self.activation_deadline.passed() {
-                    inputs.push(Input::DeadlinePassed { op });
-                }
-                inputs.push(Input::ActivateReturned { context, result });
-                self.feed(inputs)
+                joined = &mut task.0 => break joined.unwrap_or_else(|_| Err(lost())),
+                _ = self.wake.at(wake_at) => match self.timeout(wake_at) {
+                    Ok(()) => break Err(abandoned("activate")),
+                    Err(next) => wake_at = next,
+                },
             }
-            _ = self.activation_deadline.expired() => {
-                let d = self.activation_deadline.budget.unwrap_or_default();
-                self.feed([
-                    Input::DeadlinePassed { op },
-                    Input::ActivateReturned { context, result: Err(timed_out("activate", d)) },
-                ])
-            }
-        }
+        };
+        self.feed([Input::ActivateReturned { context, result }])
     }
 
     /// Runs every remaining hook of the running emit, from `hooks[start]`,
@@ -515,18 +482,18 @@ impl Driver {
         event: Arc<Event>,
         deadline: Duration,
     ) -> HookResults {
+        let clock = self.inner.clock();
         self.hooks_done = HookResults::new();
         let mut next = start;
         while next < hooks.len() {
             let end = hooks.len().min(next.saturating_add(MAX_BATCH));
-            let progress = Arc::new(BatchProgress::new());
+            let progress = Arc::new(BatchProgress::new(clock, end - next));
             let batch = HookBatch {
                 handlers: handlers.clone(),
                 hooks: hooks.clone(),
                 start: next,
                 end,
                 event: event.clone(),
-                deadline,
                 progress: progress.clone(),
                 recorder: self.inner.recorder().cloned(),
                 op: self.op,
@@ -553,9 +520,9 @@ impl Driver {
                     _ = &mut task.0 => break false,
                     _ = watchdog => {
                         // The running hook outlived its deadline (it may
-                        // block its thread): it times out, its batch can
-                        // report nothing more, and the rest run in a fresh
-                        // task.
+                        // block its thread): the batch can report nothing
+                        // more, the hook's end is read now (the core judges
+                        // it late), and the rest run in a fresh task.
                         if progress.abandon(watch.done) {
                             task.0.abort();
                             break true;
@@ -566,11 +533,11 @@ impl Driver {
             self.watched = None;
             self.hooks_done.append(progress.take_results());
             let at = start + self.hooks_done.len();
-            if hook_timed_out {
-                self.hooks_done.push(Err(hook_late(deadline)));
-            } else if at < end {
-                // The batch ended without a word on the hook it was on.
-                self.hooks_done.push(Err(lost()));
+            if hook_timed_out || at < end {
+                // Given up on, or the batch ended without a word on the
+                // hook it was on: no result, read now. The core judges
+                // the readings: late, it timed out; else it was lost.
+                self.hooks_done.push_at(Err(lost()), clock.now());
             }
             next = start + self.hooks_done.len();
         }
@@ -579,10 +546,10 @@ impl Driver {
 
     async fn run_cleanup(&mut self, step: CleanupStep) {
         let op = self.op;
-        let (deadline, code) = {
+        let (mut wake_at, code) = {
             let mut shell = self.inner.lock();
             (
-                shell.ask().cleanup_deadline(&step.extension),
+                shell.ask().poll_timeout(),
                 shell.cleanup_code(&step).map(|code| match code {
                     CleanupCode::Disposer(d) => Box::pin(async move { contain(d).await })
                         as std::pin::Pin<Box<dyn Future<Output = _> + Send>>,
@@ -599,23 +566,26 @@ impl Driver {
                 result: Err(Failure::error("cleanup step missing")),
             }]);
         };
-        let at = deadline.map(|d| Instant::now() + d);
         let mut task = AbortOnDrop(spawn_code(self.inner.id(), code));
         tracing::debug!(
             extension = %step.extension,
             step = ?step.kind,
             "cleanup step"
         );
-        tokio::select! {
-            joined = &mut task.0 => {
-                if passed(at) {
-                    self.feed([Input::DeadlinePassed { op }])
-                } else {
+        loop {
+            tokio::select! {
+                joined = &mut task.0 => {
+                    // Read as it is fed: the core judges it against the
+                    // step's deadline.
                     let result = joined.unwrap_or_else(|_| Err(lost()));
-                    self.feed([Input::CleanupFinished { op, result }])
+                    return self.feed([Input::CleanupFinished { op, result }]);
                 }
+                _ = self.wake.at(wake_at) => match self.timeout(wake_at) {
+                    // The core recorded the step as timed out and went on.
+                    Ok(()) => return,
+                    Err(next) => wake_at = next,
+                },
             }
-            _ = sleep_until(at) => self.feed([Input::DeadlinePassed { op }]),
         }
     }
 
@@ -623,20 +593,24 @@ impl Driver {
     /// cleanup step, bounded by the cleanup deadline. Each call's end
     /// wakes the driver; the wait is over when the core no longer awaits
     /// the calls (the last one ended: its next step is queued).
-    async fn await_calls(&mut self, extension: String) {
-        let op = self.op;
-        let deadline = self.inner.lock().ask().calls_wait_deadline(&extension);
-        let at = deadline.map(|d| Instant::now() + d);
+    async fn await_calls(&mut self) {
         loop {
             let notified = self.inner.woken();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if !self.inner.lock().awaits_calls() {
-                return;
-            }
+            let wake_at = {
+                let shell = self.inner.lock();
+                if !shell.awaits_calls() {
+                    return;
+                }
+                shell.ask().poll_timeout()
+            };
             tokio::select! {
                 _ = &mut notified => {}
-                _ = sleep_until(at) => return self.feed([Input::DeadlinePassed { op }]),
+                // Acted on or early, the loop asks again.
+                _ = self.wake.at(wake_at) => {
+                    let _ = self.timeout(wake_at);
+                }
             }
         }
     }
@@ -673,10 +647,10 @@ impl Drop for Driver {
             progress.abandon_now();
             self.hooks_done.append(progress.take_results());
         }
-        for result in std::mem::take(&mut self.hooks_done).into_results() {
+        for (result, span) in std::mem::take(&mut self.hooks_done).into_results() {
             // Each result ends the hook its `RunHook` asked for; the next
             // one's command is the one the following result ends.
-            let _ = shell.apply(Input::HookFinished { op, result });
+            let _ = shell.apply(Input::HookFinished { op, result, span });
             shell.drop_commands();
         }
         let _ = shell.apply(Input::StepLost { op });
@@ -684,7 +658,6 @@ impl Drop for Driver {
         let mut next = Driver::new(self.inner.clone(), op, self.event.take());
         next.turn = self.turn.take();
         next.begun = true;
-        next.activation_deadline = self.activation_deadline.handed_over();
         next.activation_inline = self.activation_inline;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
@@ -741,11 +714,6 @@ fn run_hook<'a>(
     })
 }
 
-/// A hook's failure for having outlived its `deadline`.
-fn hook_late(deadline: Duration) -> Failure {
-    timed_out("the hook", deadline)
-}
-
 /// Records, for a recording host's trace, that the emit's hook `i` runs.
 /// The persistent list is read only then: the hook loops themselves go by
 /// index.
@@ -771,7 +739,6 @@ struct HookBatch {
     start: usize,
     end: usize,
     event: Arc<Event>,
-    deadline: Duration,
     progress: Arc<BatchProgress>,
     recorder: Option<Arc<super::trace::Recorder>>,
     op: OpId,
@@ -779,14 +746,14 @@ struct HookBatch {
 
 impl HookBatch {
     async fn run(self) {
-        let Some(mut reporter) = BatchReporter::begin(self.progress.clone(), self.deadline) else {
+        let Some(mut reporter) = BatchReporter::begin(self.progress.clone()) else {
             return;
         };
         for i in self.start..self.end {
             record_hook(self.recorder.as_deref(), self.op, &self.hooks, i);
             let result = run_hook(self.handlers.get(i), &self.event).await;
             // One clock reading per hook: its end is the next one's start.
-            if !reporter.finish(result, hook_late) {
+            if !reporter.finish(result) {
                 return;
             }
         }

@@ -39,6 +39,7 @@ pub(crate) struct Inner {
     /// calls it awaits.
     wake: Notify,
     recorder: Option<Arc<Recorder>>,
+    clock: super::clock::Clock,
 }
 
 impl Inner {
@@ -52,6 +53,7 @@ impl Inner {
     ) -> Self {
         Self {
             id,
+            clock: shell.ask().clock(),
             published: Published::new(shell.snapshot()),
             shell: Mutex::new(shell),
             queue: SerialQueue::new(),
@@ -66,6 +68,12 @@ impl Inner {
     /// (H-7).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The host's clock (the same for its whole life: read without the
+    /// lock).
+    pub fn clock(&self) -> super::clock::Clock {
+        self.clock
     }
 
     /// Locks the shell.

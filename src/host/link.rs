@@ -6,26 +6,28 @@
 //! - The only module of `host/` that makes or holds a [`HostCore`]; the
 //!   shell owns the one [`CoreLink`] and calls it under its lock, so inputs
 //!   and questions are recorded in the order the core saw them.
-//! - Depends on `trace` only. It decides nothing: each method is the
-//!   core's method of the same name, recorded.
+//! - Depends on `trace` and `clock` only. It decides nothing: each method
+//!   is the core's method of the same name, recorded; an input that ends
+//!   or starts a step goes with the clock reading taken as it is applied,
+//!   and the core judges it (H-12, INV-17).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use exthost_core::{
-    AdmittedCall, Awaiting, CallId, CallRefused, CallVerdict, ContextId, DeadlineStep, Deadlines,
-    DefinitionMeta, DiscoveryError, DormantCall, Effect, Executor, HostCore, Input, OpId, OpKind,
-    Placement, ProtocolError, ProviderSelection, Registered, Registration, RegistryError,
-    Requested, Settled, Status, ToolRef, ToolRegistry, ToolSpec,
+    AdmittedCall, Awaiting, CallId, CallRefused, CallVerdict, ContextId, Deadlines, DefinitionMeta,
+    DiscoveryError, DormantCall, Effect, Executor, HostCore, Input, OpId, OpKind, Placement,
+    ProtocolError, ProviderSelection, Registered, Registration, RegistryError, Requested, Settled,
+    Status, ToolRef, ToolRegistry, ToolSpec,
 };
 
+use super::clock::Clock;
 use super::trace::{CoreCall, Query, Recorder, TraceEvent};
 
-/// The core, the host's deadlines every timing question is asked against,
-/// and the recording of both.
+/// The core, the host's clock its inputs are read on, and the recording
+/// of both.
 pub(crate) struct CoreLink {
     core: HostCore,
-    deadlines: Deadlines,
+    clock: Clock,
     recorder: Option<Arc<Recorder>>,
 }
 
@@ -37,16 +39,26 @@ impl CoreLink {
         deadlines: Deadlines,
         recorder: Option<Arc<Recorder>>,
     ) -> Result<(Self, Vec<ToolRef>), RegistryError> {
-        let (core, refs) = HostCore::new(&base_tools)?;
+        let (mut core, refs) = HostCore::new(&base_tools)?;
         if let Some(recorder) = &recorder {
             recorder.note(TraceEvent::Created(base_tools));
         }
-        let link = Self {
-            core,
-            deadlines,
-            recorder,
+        let link_clock = Clock::start();
+        let link = {
+            core.set_deadlines(deadlines);
+            Self {
+                core,
+                clock: link_clock,
+                recorder,
+            }
         };
+        link.record(|| CoreCall::SetDeadlines(deadlines));
         Ok((link, refs))
+    }
+
+    /// The host's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// Records a call into the core, when recording.
@@ -64,8 +76,9 @@ impl CoreLink {
     // Inputs.
 
     pub fn apply(&mut self, input: Input) -> Result<(), ProtocolError> {
-        self.record(|| CoreCall::Step(input.clone()));
-        self.core.apply(input)
+        let now = self.clock.now();
+        self.record(|| CoreCall::Step(input.clone(), now));
+        self.core.apply(input, now)
     }
 
     pub fn discover(&mut self, batch: Vec<DefinitionMeta>) -> Result<(), DiscoveryError> {
@@ -96,18 +109,18 @@ impl CoreLink {
     }
 
     pub fn call_start(&mut self, tool: &str) -> Result<AdmittedCall, CallRefused> {
+        let now = self.clock.now();
         self.record(|| CoreCall::CallStart {
             tool: tool.to_owned(),
+            now,
         });
-        self.core.call_start(tool)
+        self.core.call_start(tool, now)
     }
 
-    pub fn call_finished(&mut self, call: CallId, deadline_passed: bool) -> CallVerdict {
-        self.record(|| CoreCall::CallFinished {
-            call,
-            deadline_passed,
-        });
-        self.core.call_finished(call, deadline_passed)
+    pub fn call_finished(&mut self, call: CallId) -> CallVerdict {
+        let now = self.clock.now();
+        self.record(|| CoreCall::CallFinished { call, now });
+        self.core.call_finished(call, now)
     }
 
     // The outbox: what the inputs set off (a replay drains its own).
@@ -182,12 +195,8 @@ impl CoreLink {
         outlives_caller: bool,
         executor: Executor,
     ) -> Placement {
-        let host = self.deadlines;
-        let answer = self
-            .core
-            .call_placement(&host, owner, outlives_caller, executor);
+        let answer = self.core.call_placement(owner, outlives_caller, executor);
         self.asked(|| Query::CallPlacement {
-            host,
             owner: owner.map(str::to_owned),
             outlives_caller,
             executor,
@@ -197,51 +206,25 @@ impl CoreLink {
     }
 
     pub fn hook_placement(&self, executor: Executor) -> Placement {
-        let host = self.deadlines;
-        let answer = self.core.hook_placement(&host, executor);
-        self.asked(|| Query::HookPlacement {
-            host,
-            executor,
-            answer,
-        });
+        let answer = self.core.hook_placement(executor);
+        self.asked(|| Query::HookPlacement { executor, answer });
         answer
     }
 
     pub fn activation_placement(&self, extension: &str) -> Placement {
-        let host = self.deadlines;
-        let answer = self.core.activation_placement(&host, extension);
+        let answer = self.core.activation_placement(extension);
         self.asked(|| Query::ActivationPlacement {
-            host,
             extension: extension.to_owned(),
             answer,
         });
         answer
     }
 
-    pub fn cleanup_deadline(&self, extension: &str) -> Option<Duration> {
-        let host = self.deadlines;
-        let answer = self
-            .core
-            .deadline_for(&host, DeadlineStep::Cleanup(extension));
-        self.asked(|| Query::CleanupDeadline {
-            host,
-            extension: extension.to_owned(),
-            answer,
-        });
-        answer
-    }
-
-    pub fn calls_wait_deadline(&self, extension: &str) -> Option<Duration> {
-        let host = self.deadlines;
-        let answer = self
-            .core
-            .deadline_for(&host, DeadlineStep::CallsWait(Some(extension)));
-        self.asked(|| Query::CallsWaitDeadline {
-            host,
-            extension: extension.to_owned(),
-            answer,
-        });
-        answer
+    /// The instant the core needs to be woken at, as a timer's instant.
+    pub fn poll_timeout(&self) -> Option<tokio::time::Instant> {
+        let answer = self.core.poll_timeout();
+        self.asked(|| Query::PollTimeout { answer });
+        answer.map(|at| self.clock.instant(at))
     }
 
     pub fn awaiting(&self) -> Option<Awaiting> {

@@ -31,6 +31,7 @@
 
 mod call_options;
 mod calls;
+mod clock;
 mod code;
 mod contain;
 mod context;

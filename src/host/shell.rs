@@ -78,7 +78,7 @@ pub(crate) enum Next {
     /// The operation settled.
     Settled,
     /// Wait for this extension's calls in flight.
-    Calls(String),
+    Calls,
     /// The core awaits a step no command asked for.
     Unasked(Option<Awaiting>),
 }
@@ -260,7 +260,7 @@ impl Shell {
             Some(command) => Next::Perform(command),
             None if self.core.running_op() != Some(op) => Next::Settled,
             None => match self.core.awaiting() {
-                Some(Awaiting::Calls(_, extension)) => Next::Calls(extension),
+                Some(Awaiting::Calls(..)) => Next::Calls,
                 awaiting => Next::Unasked(awaiting),
             },
         }
@@ -363,13 +363,9 @@ impl Shell {
     /// ended. Returns what its caller gets and the call's signals (to drop
     /// after the lock). When the shutdown waited for this call, its next
     /// commands reach the driver.
-    pub fn end_call(
-        &mut self,
-        call: CallId,
-        deadline_passed: bool,
-    ) -> Option<(CallVerdict, Arc<CallSignals>)> {
+    pub fn end_call(&mut self, call: CallId) -> Option<(CallVerdict, Arc<CallSignals>)> {
         let signals = self.calls.remove(&call)?;
-        let verdict = self.core.call_finished(call, deadline_passed);
+        let verdict = self.core.call_finished(call);
         self.drain();
         Some((verdict, signals))
     }

@@ -15,11 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::either::Either;
 
-use std::time::Duration;
-
 use exthost_core::{
-    Awaiting, CallId, ContextId, Deadlines, DefinitionMeta, DormantCall, Executor, Input, OpId,
-    OpKind, Placement, ProviderSelection, Registration, Status, ToolSpec,
+    Awaiting, CallId, ContextId, Deadlines, DefinitionMeta, DormantCall, Executor, Input, Moment,
+    OpId, OpKind, Placement, ProviderSelection, Registration, Status, ToolSpec,
 };
 
 /// A public host call, as the caller made it.
@@ -73,20 +71,25 @@ pub enum CoreCall {
         /// What was registered.
         registration: Registration,
     },
+    /// `HostCore::set_deadlines`: the host's deadlines, right after it
+    /// was created.
+    SetDeadlines(Deadlines),
     /// `HostCore::call_start`.
     CallStart {
         /// The runtime name called.
         tool: String,
+        /// The clock reading it started at.
+        now: Moment,
     },
     /// `HostCore::call_finished`.
     CallFinished {
         /// The call.
         call: CallId,
-        /// Its own deadline had passed.
-        deadline_passed: bool,
+        /// The clock reading it ended at (its return, or its timer).
+        now: Moment,
     },
-    /// `HostCore::apply`.
-    Step(Input),
+    /// `HostCore::apply`, with the clock reading it was applied at.
+    Step(Input, Moment),
     /// A question, with the answer the shell acted on (boxed: the
     /// largest of the calls).
     Ask(Box<Query>),
@@ -94,8 +97,6 @@ pub enum CoreCall {
 
 /// A question the shell asked the core (it changes nothing), with the
 /// core's answer: a replay asks its own core the same at the same point.
-/// `host` is the host's deadlines, which every timing question is asked
-/// against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(
     missing_docs,
@@ -118,7 +119,6 @@ pub enum Query {
     IsRevoked { extension: String, answer: bool },
     /// `HostCore::call_placement`.
     CallPlacement {
-        host: Deadlines,
         owner: Option<String>,
         outlives_caller: bool,
         executor: Executor,
@@ -126,28 +126,16 @@ pub enum Query {
     },
     /// `HostCore::hook_placement`.
     HookPlacement {
-        host: Deadlines,
         executor: Executor,
         answer: Placement,
     },
     /// `HostCore::activation_placement`.
     ActivationPlacement {
-        host: Deadlines,
         extension: String,
         answer: Placement,
     },
-    /// `HostCore::deadline_for` a cleanup step of `extension`.
-    CleanupDeadline {
-        host: Deadlines,
-        extension: String,
-        answer: Option<Duration>,
-    },
-    /// `HostCore::deadline_for` the wait for `extension`'s calls.
-    CallsWaitDeadline {
-        host: Deadlines,
-        extension: String,
-        answer: Option<Duration>,
-    },
+    /// `HostCore::poll_timeout`.
+    PollTimeout { answer: Option<Moment> },
     /// `HostCore::awaiting`.
     Awaiting { answer: Option<Awaiting> },
     /// `HostCore::running_op`.

@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use exthost::host::{CodeRun, CoreCall, PublicCall, Query, TraceEvent};
 use exthost_core::{
-    Binding, DeadlineStep, DormantCall, Drained, Effect, ExtensionSlot, HostCore, Input, OpId,
-    OpKind, OpOutcome, Owner, Phase, ProviderSelection, Requested, Settled, Status,
+    Binding, DormantCall, Drained, Effect, ExtensionSlot, HostCore, Input, OpId, OpKind, OpOutcome,
+    Owner, Phase, ProviderSelection, Requested, Settled, Status,
 };
 
 /// What a replay found wrong, one line per violation.
@@ -121,8 +121,12 @@ impl Replay {
                 let _ = core.register(*context, registration.clone());
                 Ok(())
             }
-            CoreCall::CallStart { tool } => {
-                if let Ok(admitted) = core.call_start(tool) {
+            CoreCall::SetDeadlines(deadlines) => {
+                core.set_deadlines(*deadlines);
+                Ok(())
+            }
+            CoreCall::CallStart { tool, now } => {
+                if let Ok(admitted) = core.call_start(tool, *now) {
                     if self.disposed {
                         self.violation(index, "INV-12: a call admitted after shutdown".into());
                     }
@@ -130,15 +134,12 @@ impl Replay {
                 }
                 Ok(())
             }
-            CoreCall::CallFinished {
-                call,
-                deadline_passed,
-            } => {
-                let _ = core.call_finished(*call, *deadline_passed);
+            CoreCall::CallFinished { call, now } => {
+                let _ = core.call_finished(*call, *now);
                 Ok(())
             }
             CoreCall::Ask(_) => unreachable!("answered above"),
-            CoreCall::Step(input) => {
+            CoreCall::Step(input, now) => {
                 if let Some(cause) = cause {
                     // An operation's inputs come from its driver, which
                     // serves no public call even while it runs in its
@@ -149,7 +150,7 @@ impl Replay {
                     );
                 }
                 self.step_input(&core, input);
-                core.apply(input.clone())
+                core.apply(input.clone(), *now)
             }
         };
         let said = core.drain_outbox();
@@ -490,43 +491,26 @@ fn ask(core: &HostCore, query: &Query) -> Query {
             extension,
         },
         Query::CallPlacement {
-            host,
             owner,
             outlives_caller,
             executor,
             ..
         } => Query::CallPlacement {
-            answer: core.call_placement(&host, owner.as_deref(), outlives_caller, executor),
-            host,
+            answer: core.call_placement(owner.as_deref(), outlives_caller, executor),
             owner,
             outlives_caller,
             executor,
         },
-        Query::HookPlacement { host, executor, .. } => Query::HookPlacement {
-            answer: core.hook_placement(&host, executor),
-            host,
+        Query::HookPlacement { executor, .. } => Query::HookPlacement {
+            answer: core.hook_placement(executor),
             executor,
         },
-        Query::ActivationPlacement {
-            host, extension, ..
-        } => Query::ActivationPlacement {
-            answer: core.activation_placement(&host, &extension),
-            host,
+        Query::ActivationPlacement { extension, .. } => Query::ActivationPlacement {
+            answer: core.activation_placement(&extension),
             extension,
         },
-        Query::CleanupDeadline {
-            host, extension, ..
-        } => Query::CleanupDeadline {
-            answer: core.deadline_for(&host, DeadlineStep::Cleanup(&extension)),
-            host,
-            extension,
-        },
-        Query::CallsWaitDeadline {
-            host, extension, ..
-        } => Query::CallsWaitDeadline {
-            answer: core.deadline_for(&host, DeadlineStep::CallsWait(Some(&extension))),
-            host,
-            extension,
+        Query::PollTimeout { .. } => Query::PollTimeout {
+            answer: core.poll_timeout(),
         },
         Query::Awaiting { .. } => Query::Awaiting {
             answer: core.awaiting(),

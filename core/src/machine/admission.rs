@@ -39,6 +39,9 @@ impl HostCore {
             counters: Counters::default(),
             calls: CallTable::default(),
             revoked: std::collections::BTreeSet::new(),
+            deadlines: crate::policy::Deadlines::NONE,
+            due: None,
+            now: crate::time::Moment::ZERO,
             outbox: Outbox::default(),
             #[cfg(feature = "mutants")]
             mutant: None,

@@ -39,6 +39,7 @@ use crate::canonical::CanonicalBug;
 use crate::canonical::{HandleKind, HandleSet, Handles, Renaming, moves};
 use crate::lifecycle::{Extension, ExtensionSlot};
 use crate::registry::{Binding, ToolRegistry};
+use crate::time::{Due, Moment};
 
 // Where the host's state holds handles: one list per type. An
 // activation's `Purpose` holds extension ids only.
@@ -210,8 +211,13 @@ impl HostCore {
     /// This core with its handles renamed by rank (the k-th smallest of a
     /// kind becomes `k`) and its counters set to the number of handles of
     /// each kind: the one state every renaming of this state maps to. It
-    /// behaves exactly as `self` does, up to that renaming. Meant for
-    /// stored states, whose outbox is drained: what waits there is not
+    /// behaves exactly as `self` does, up to that renaming, for an
+    /// environment that reads its clock relative to each deadline: every
+    /// deadline it holds is re-based as if its step began at
+    /// [`Moment::ZERO`] (the core compares a reading only with the
+    /// deadline of the step or call it ends, never two deadlines with each
+    /// other, so where each began is no part of what the host is). Meant
+    /// for stored states, whose outbox is drained: what waits there is not
     /// renamed (a debug assertion checks it is empty).
     pub fn canonical(&self) -> HostCore {
         debug_assert!(
@@ -222,6 +228,11 @@ impl HostCore {
         set.add_all(self);
         let mut core = self.clone();
         core.rename_handles(&set.ranks());
+        let rebase = |due: Due| Due::from_start(Moment::ZERO, due.deadline);
+        core.due = core.due.map(rebase);
+        for call in core.calls.values_mut() {
+            call.due = call.due.map(rebase);
+        }
         core
     }
 }

@@ -5,10 +5,15 @@
 //! delivers to are fixed when it begins (a persistent list, so the
 //! snapshot costs O(1)) and travel with every `RunHook`.
 
+use std::time::Duration;
+
+use crate::error::codes;
 use crate::ids::OpId;
 use crate::mutant::Mutant;
 use crate::outcome::{Failure, HookDiagnostic, OpOutcome};
+use crate::policy::DeadlineStep;
 use crate::protocol::{Effect, HookResults, ProtocolError};
+use crate::time::{Due, Moment};
 
 use super::state::{Emit, HostCore, Running};
 
@@ -40,6 +45,25 @@ impl HostCore {
         }
     }
 
+    /// H-12, INV-17: a hook whose readings (its start and its end) are the
+    /// hook deadline or more apart timed out, whatever it returned.
+    pub(super) fn judge_hook(
+        &self,
+        result: Result<(), Failure>,
+        span: Option<(Moment, Moment)>,
+    ) -> Result<(), Failure> {
+        match (span, self.deadline_for(DeadlineStep::Hooks)) {
+            (Some((began, ended)), Some(deadline))
+                if self
+                    .judge(Due::from_start(began, deadline), ended)
+                    .is_late() =>
+            {
+                Err(hook_timed_out(deadline))
+            }
+            _ => result,
+        }
+    }
+
     /// `HookFinished`.
     pub(super) fn hook_finished(
         &mut self,
@@ -66,8 +90,7 @@ impl HostCore {
     ) -> Result<(), ProtocolError> {
         let stop_on_failure = self.mutant(Mutant::HookFailureStopsLater);
         let count = results.len();
-        let emit = self
-            .running_emit(op)
+        self.running_emit(op)
             .ok()
             .filter(|e| count == e.hooks.len() - e.next)
             .ok_or_else(|| {
@@ -75,6 +98,17 @@ impl HostCore {
                     "{op} is not an emit waiting for {count} hook results"
                 ))
             })?;
+        // Timed results: each hook's readings are judged first (a pass
+        // over the readings, one comparison per hook).
+        let judged;
+        let results = match self.deadline_for(DeadlineStep::Hooks) {
+            Some(deadline) if results.is_timed() => {
+                judged = self.judge_hooks(results, deadline);
+                &judged
+            }
+            _ => &results,
+        };
+        let emit = self.running_emit(op)?;
         let first = emit.next;
         let mut stopped = false;
         for (at, failure) in results.failures() {
@@ -91,6 +125,31 @@ impl HostCore {
         Ok(())
     }
 
+    /// Timed results with every hook whose readings are `deadline` or more
+    /// apart failed as timed out (INV-17).
+    fn judge_hooks(&self, results: HookResults, deadline: Duration) -> HookResults {
+        let late: Vec<usize> = (0..results.len())
+            .filter(|i| {
+                results.span(*i).is_some_and(|(began, ended)| {
+                    self.judge(Due::from_start(began, deadline), ended)
+                        .is_late()
+                })
+            })
+            .collect();
+        if late.is_empty() {
+            return results;
+        }
+        let mut judged = HookResults::new();
+        let mut late = late.into_iter().peekable();
+        for (i, (result, _)) in results.into_results().enumerate() {
+            match late.next_if_eq(&i) {
+                Some(_) => judged.push(Err(hook_timed_out(deadline))),
+                None => judged.push(result),
+            }
+        }
+        judged
+    }
+
     fn finish_emit(&mut self, op: OpId) {
         let diagnostics = match &mut self.running {
             Some(Running::Emit(e)) => std::mem::take(&mut e.diagnostics),
@@ -98,6 +157,14 @@ impl HostCore {
         };
         self.settle(op, OpOutcome::Emitted { diagnostics })
     }
+}
+
+/// A hook's failure for having outlived the hook `deadline`.
+fn hook_timed_out(deadline: Duration) -> Failure {
+    Failure::coded(
+        codes::EXTENSION_TIMEOUT,
+        format!("the hook did not settle within {deadline:?}"),
+    )
 }
 
 /// The command to run the emit's next hook.

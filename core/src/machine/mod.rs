@@ -68,6 +68,7 @@ use crate::ids::OpId;
 use crate::lifecycle::Cancellation;
 use crate::outcome::Failure;
 use crate::protocol::{Awaiting, Effect, Input, ProtocolError};
+use crate::time::Moment;
 use state::{Activation, ActivationStep, Running};
 
 impl HostCore {
@@ -76,22 +77,83 @@ impl HostCore {
     /// ([`HostCore::poll_command`], [`HostCore::poll_published`],
     /// [`HostCore::poll_settled`]). An input that is not valid now changes
     /// nothing, adds nothing to the outbox, and is an error.
-    pub fn apply(&mut self, input: Input) -> Result<(), ProtocolError> {
+    ///
+    /// `now` is the shell's clock reading as it applies the input (H-12):
+    /// the end of the step the input reports, which the core judges against
+    /// that step's deadline (INV-17), and the start of whatever step the
+    /// input sets off.
+    pub fn apply(&mut self, input: Input, now: Moment) -> Result<(), ProtocolError> {
         let mark = self.outbox.mark();
-        self.step(input)
-            .inspect_err(|_| self.outbox.roll_back(mark))
+        let due = self.due;
+        self.now = now;
+        let applied = self.step(input);
+        self.now = Moment::ZERO;
+        applied.inspect_err(|_| {
+            self.outbox.roll_back(mark);
+            self.due = due;
+        })
+    }
+
+    /// The instant the core needs to be woken at, when the step the running
+    /// operation awaits has a deadline that has not been acted on: the
+    /// shell arms one timer for it and applies [`Input::Timeout`] when it
+    /// fires. Changes nothing.
+    pub fn poll_timeout(&self) -> Option<Moment> {
+        self.due.map(|due| due.at)
     }
 
     fn step(&mut self, input: Input) -> Result<(), ProtocolError> {
         match input {
             Input::Begin(op) => self.begin(op),
-            Input::FactoryReturned { context, result } => self.factory_returned(context, result),
-            Input::ActivateReturned { context, result } => self.activate_returned(context, result),
-            Input::HookFinished { op, result } => self.hook_finished(op, result),
+            Input::FactoryReturned { context, result } => {
+                self.judge_completion(Awaiting::Factory(context));
+                self.factory_returned(context, result)
+            }
+            Input::ActivateReturned { context, result } => {
+                self.judge_completion(Awaiting::Activate(context));
+                self.activate_returned(context, result)
+            }
+            Input::HookFinished { op, result, span } => {
+                let result = self.judge_hook(result, span);
+                self.hook_finished(op, result)
+            }
             Input::HooksFinished { op, results } => self.hooks_finished(op, results),
-            Input::CleanupFinished { op, result } => self.cleanup_finished(op, result),
-            Input::DeadlinePassed { op } => self.deadline_passed(op),
+            Input::CleanupFinished { op, result } => {
+                let late = matches!(self.awaiting(), Some(Awaiting::Cleanup(running, _)) if running == op)
+                    && self.due_passed();
+                if late {
+                    return self.deadline_passed(op);
+                }
+                self.cleanup_finished(op, result)
+            }
+            Input::Timeout { op } => {
+                self.check_running(op)?;
+                if self.due_passed() {
+                    self.deadline_passed(op)
+                } else {
+                    Ok(())
+                }
+            }
             Input::StepLost { op } => self.step_lost(op),
+        }
+    }
+
+    /// Whether the deadline of the awaited step has passed at the reading
+    /// of the input being applied (INV-17).
+    fn due_passed(&self) -> bool {
+        self.due
+            .is_some_and(|due| self.judge(due, self.now).is_late())
+    }
+
+    /// A completion of the activation step `step` read at or after the
+    /// activation's deadline: the deadline passes first (the activation is
+    /// cancelled), and the completion is the deadline's.
+    fn judge_completion(&mut self, step: Awaiting) {
+        if self.awaiting() == Some(step)
+            && self.due_passed()
+            && let Some(op) = self.running_op()
+        {
+            let _ = self.deadline_passed(op);
         }
     }
 
@@ -130,12 +192,15 @@ impl HostCore {
         }
     }
 
-    /// `DeadlinePassed`: the awaited step's deadline passed. An activation
-    /// is cancelled, and whatever it returns afterwards counts as timed
-    /// out; a cleanup step is recorded as failed with `EXTENSION_TIMEOUT`
-    /// and the next step runs; the calls shutdown waits for are abandoned.
+    /// The awaited step's deadline passed. An activation is cancelled, and
+    /// whatever it returns afterwards counts as timed out; a cleanup step
+    /// is recorded as failed with `EXTENSION_TIMEOUT` and the next step
+    /// runs; the calls shutdown waits for are abandoned.
     fn deadline_passed(&mut self, op: OpId) -> Result<(), ProtocolError> {
         self.check_running(op)?;
+        let deadline = self.due.map(|due| due.deadline);
+        // Acted on: nothing more to wake the shell for until a new step.
+        self.due = None;
         match HostCore::awaiting(self) {
             Some(Awaiting::Factory(context) | Awaiting::Activate(context)) => {
                 let Some(Running::Activation(a)) = &mut self.running else {
@@ -156,7 +221,10 @@ impl HostCore {
                 op,
                 Err(Failure::coded(
                     codes::EXTENSION_TIMEOUT,
-                    "the cleanup step did not settle within its deadline",
+                    match deadline {
+                        Some(d) => format!("the cleanup step did not settle within {d:?}"),
+                        None => "the cleanup step did not settle within its deadline".to_owned(),
+                    },
                 )),
             ),
             Some(Awaiting::Calls(..)) => {

@@ -141,38 +141,48 @@ impl HostCore {
             .collect()
     }
 
-    /// H-12: the deadline of `step` when the host's deadlines are `host`:
-    /// the host's, unless the extension's definition overrides it (a
-    /// duration of its own, or none). The hooks of an emit always have the
-    /// host's (one watchdog for every extension's hooks). Changes nothing.
-    pub fn deadline_for(&self, host: &Deadlines, step: DeadlineStep<'_>) -> Option<Duration> {
+    /// The host's deadlines (H-12), from which the core chooses each
+    /// step's.
+    pub fn deadlines(&self) -> Deadlines {
+        self.deadlines
+    }
+
+    /// Sets the host's deadlines (H-12); they hold for every step that
+    /// starts from now on.
+    pub fn set_deadlines(&mut self, deadlines: Deadlines) {
+        self.deadlines = deadlines;
+    }
+
+    /// H-12: the deadline of `step`: the host's, unless the extension's
+    /// definition overrides it (a duration of its own, or none). The hooks
+    /// of an emit always have the host's (one watchdog for every
+    /// extension's hooks). Changes nothing.
+    pub fn deadline_for(&self, step: DeadlineStep<'_>) -> Option<Duration> {
         // Only the extension the step names is looked up, and none for the
         // hooks (a call asks on every call).
         let overrides = step
             .extension()
             .and_then(|id| self.extension(id))
             .map(|slot| &slot.meta().policy.deadlines);
-        host.for_step(step, overrides)
+        self.deadlines.for_step(step, overrides)
     }
 
-    /// Where a call of a tool of `owner` (`None`: a base tool) runs, when
-    /// the host's deadlines are `host` and the caller's executor is
-    /// `executor`: in a task of its own, bounded by the
-    /// deadline, when the caller can walk away from a call that goes on
-    /// (`outlives_caller`: the caller passed a cancellation signal, on
-    /// which it returns at once while the tool runs to its end and
-    /// shutdown still drains it), or when a deadline applies and another
-    /// thread can hold it while the tool blocks its own; otherwise in its
-    /// caller's task, bounded by the deadline if one applies. Changes
-    /// nothing.
+    /// Where a call of a tool of `owner` (`None`: a base tool) runs when
+    /// the caller's executor is `executor`: in a task of its own, bounded
+    /// by the deadline, when the caller can walk away from a call that
+    /// goes on (`outlives_caller`: the caller passed a cancellation
+    /// signal, on which it returns at once while the tool runs to its end
+    /// and shutdown still drains it), or when a deadline applies and
+    /// another thread can hold it while the tool blocks its own; otherwise
+    /// in its caller's task, bounded by the deadline if one applies.
+    /// Changes nothing.
     pub fn call_placement(
         &self,
-        host: &Deadlines,
         owner: Option<&str>,
         outlives_caller: bool,
         executor: Executor,
     ) -> Placement {
-        let deadline = self.deadline_for(host, DeadlineStep::Call(owner));
+        let deadline = self.deadline_for(DeadlineStep::Call(owner));
         if outlives_caller {
             return Placement::Task(deadline);
         }
@@ -184,22 +194,21 @@ impl HostCore {
     /// a hook), or when the executor runs every task on one thread (each
     /// hook bounded there); else in tasks of their own under a watchdog.
     /// Changes nothing.
-    pub fn hook_placement(&self, host: &Deadlines, executor: Executor) -> Placement {
-        placement(self.deadline_for(host, DeadlineStep::Hooks), executor)
+    pub fn hook_placement(&self, executor: Executor) -> Placement {
+        placement(self.deadline_for(DeadlineStep::Hooks), executor)
     }
 
     /// Where the factory and `activate` of `id` run: in the
     /// operation's driver when no activation deadline applies (nothing
     /// would stop waiting for them), else in tasks of their own bounded by
     /// it. Changes nothing.
-    pub fn activation_placement(&self, host: &Deadlines, id: &str) -> Placement {
-        match self.deadline_for(host, DeadlineStep::Activation(id)) {
+    pub fn activation_placement(&self, id: &str) -> Placement {
+        match self.deadline_for(DeadlineStep::Activation(id)) {
             None => Placement::Inline,
             deadline => Placement::Task(deadline),
         }
     }
 }
-
 /// Where code bounded by `deadline` runs when nothing needs it to outlive
 /// its waiter: in the waiting task when no deadline applies, or
 /// when a task of its own would hold it no better (one thread runs every

@@ -26,8 +26,10 @@ use crate::outcome::{
     CleanupKind, CleanupStep, Failure, FailureCause, HookDiagnostic, LiveHook, OpKind, OpOutcome,
     StepFailure,
 };
+use crate::policy::{DeadlineStep, Deadlines};
 use crate::protocol::Effect;
 use crate::registry::{Binding, Owner, ToolRegistry};
+use crate::time::{Due, Moment, Timing, TimingBug};
 
 /// An operation waiting in the queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -290,6 +292,9 @@ pub(super) struct InFlight {
     /// for a base tool. A reload retires one generation while the next
     /// one's calls go on.
     pub generation: Option<ContextId>,
+    /// When its deadline passes (H-12), counted from its start; `None`
+    /// when no call deadline applies.
+    pub due: Option<Due>,
 }
 
 /// The tool calls in flight, by handle: a vector kept in handle order.
@@ -374,6 +379,19 @@ pub struct HostCore {
     /// INV-14): a dormant call or a provider selection does not start them
     /// until an activation of theirs commits (`policy.rs`).
     pub(super) revoked: BTreeSet<String>,
+    /// The host's deadlines (H-12): the core chooses each step's deadline
+    /// from them and the extension's overrides.
+    pub(super) deadlines: Deadlines,
+    /// When the deadline of the step the running operation awaits passes
+    /// (its factory and `activate`, a cleanup step, or the wait for an
+    /// extension's calls); `None` when no deadline applies, while hooks
+    /// run (each is judged by its own readings), or once the deadline
+    /// passed and was acted on.
+    pub(super) due: Option<Due>,
+    /// The clock reading of the input being applied; `Moment::ZERO`
+    /// between inputs (so it is no part of what the host is).
+    #[cfg_attr(feature = "serde-state", serde(skip))]
+    pub(super) now: Moment,
     /// What the inputs set off, until the driver polls it
     /// ([`crate::outbox`]). Empty between the model checker's steps (its
     /// environment drains it after every step).
@@ -406,6 +424,10 @@ impl std::hash::Hash for HostCore {
             counters,
             calls,
             revoked,
+            deadlines,
+            due,
+            // ZERO between inputs, like the outbox below.
+            now: _,
             // Empty in every state the model checker stores (it drains
             // the outbox after each step, and asserts so), and not part
             // of what the host is, only of what it has yet to say.
@@ -425,6 +447,8 @@ impl std::hash::Hash for HostCore {
         counters.hash(state);
         calls.hash(state);
         revoked.hash(state);
+        deadlines.hash(state);
+        due.hash(state);
         #[cfg(feature = "mutants")]
         {
             mutant.hash(state);
@@ -473,13 +497,47 @@ impl HostCore {
     /// outcome goes to the outbox for its caller.
     pub(super) fn settle(&mut self, op: OpId, outcome: OpOutcome) {
         self.running = None;
+        self.due = None;
         self.probe_resume_suspended();
         self.outbox.settle(op, outcome);
     }
 
     /// Queues a command for the driver.
     pub(super) fn command(&mut self, effect: Effect) {
+        // A step that runs extension code starts now: the core keeps when
+        // its deadline passes (H-12). `activate` goes on under its
+        // factory's deadline; hooks are judged by their own readings.
+        match &effect {
+            Effect::CallFactory { extension, .. } => {
+                self.due = self.due_from_now(DeadlineStep::Activation(extension));
+            }
+            Effect::RunCleanup { step, .. } => {
+                self.due = self.due_from_now(DeadlineStep::Cleanup(&step.extension));
+            }
+            Effect::RunHook { .. } => self.due = None,
+            _ => {}
+        }
         self.outbox.command(effect);
+    }
+
+    /// The deadline of `step` if it starts at the reading of the input
+    /// being applied.
+    pub(super) fn due_from_now(&self, step: DeadlineStep<'_>) -> Option<Due> {
+        let deadline = self.deadline_for(step)?;
+        Some(Due::from_start(self.now, deadline))
+    }
+
+    /// INV-17: how `reading` stands against `due`: the one judgement of
+    /// lateness (a seeded bug of a checked build breaks one half of it).
+    pub(super) fn judge(&self, due: Due, reading: Moment) -> Timing {
+        let bug = if self.mutant(Mutant::LateReadOnTime) {
+            Some(TimingBug::AtDeadlineOnTime)
+        } else if self.mutant(Mutant::EarlyReadTimesOut) {
+            Some(TimingBug::EarlyTimesOut)
+        } else {
+            None
+        };
+        due.judge_seeded(reading, bug)
     }
 
     /// The live registry or hooks changed: the driver publishes a new
@@ -573,6 +631,7 @@ impl HostCore {
         if let Some(Running::Dispose(d)) = &mut self.running {
             d.draining = true;
         }
+        self.due = self.due_from_now(DeadlineStep::CallsWait(Some(&step.extension)));
         self.command(Effect::CancelCalls { calls });
     }
 

@@ -289,6 +289,21 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
         .position(|e| e.op == op)
         .map(|i| env.emits.remove(i));
     note_grants(env, &outcome);
+    // INV-17: an activation rolls back for its deadline only when it was
+    // read at or after it.
+    if let OpOutcome::ActivationFailed(f) = &outcome
+        && f.cause == FailureCause::DeadlinePassed
+        && let Some(a) = &activation
+        && !a.deadline
+    {
+        Violations::record(
+            &mut env.violations.inv17,
+            format!(
+                "{op}: {} failed for its deadline, though every reading came before it",
+                a.ext
+            ),
+        );
+    }
     let mut active_at_start = Vec::new();
     match &outcome {
         OpOutcome::Activated { extension } => match &activation {

@@ -363,8 +363,9 @@ impl HostModel {
                         });
                     }
                 }
-                // Hooks have no deadline in the core; their task may die.
-                self.time_actions(s, op, Awaited::Hook, false, out);
+                // A hook may be read at its deadline (the core judges its
+                // two readings), and its task may die.
+                self.time_actions(s, op, Awaited::Hook, true, out);
             }
             Some(Awaiting::Cleanup(op, step)) => {
                 let failed = env

@@ -182,7 +182,19 @@ impl HostModel {
                             obs.deadline = true;
                         }
                     }
-                    Awaited::Hook | Awaited::Calls => {}
+                    // The hook was read at its deadline: it must be
+                    // reported as failed (timed out).
+                    Awaited::Hook => {
+                        if let Some(call) = env
+                            .emits
+                            .iter_mut()
+                            .find(|e| e.op == *op)
+                            .and_then(|e| e.calls.last_mut())
+                        {
+                            call.1 = Some(true);
+                        }
+                    }
+                    Awaited::Calls => {}
                 }
             }
             Action::Lost { op, on } => {
@@ -324,7 +336,20 @@ impl HostModel {
                         protocol(env, format!("{call} ended but was never admitted"));
                         break 'reply;
                     };
-                    if verdict != expected {
+                    let timing = [CallVerdict::Delivered, CallVerdict::TimedOut];
+                    if verdict != expected
+                        && timing.contains(&verdict)
+                        && timing.contains(&expected)
+                    {
+                        let side = if *deadline_passed { "at" } else { "before" };
+                        Violations::record(
+                            &mut env.violations.inv17,
+                            format!(
+                                "{call}, read {side} its deadline, ended {verdict:?} where \
+                                 {expected:?} was due"
+                            ),
+                        );
+                    } else if verdict != expected {
                         protocol(
                             env,
                             format!("{call} ended with {verdict:?} where {expected:?} was due"),

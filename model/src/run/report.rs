@@ -136,11 +136,11 @@ pub fn steps(model: &HostModel, path: Vec<(State, Option<Action>)>) -> Vec<Step>
     let mut previous: Option<(State, Action)> = None;
     for (state, action) in path {
         if let Some((last, act)) = previous.take() {
-            let effects = match model.input(&act) {
+            let effects = match model.input(&last.core, &act) {
                 None => vec!["(no input: the environment's choice)".to_owned()],
-                Some(input) => {
+                Some((input, now)) => {
                     let mut core = last.core.clone();
-                    match core.apply(input) {
+                    match core.apply(input, now) {
                         Ok(()) => render::drained(&core.drain_outbox()),
                         Err(e) => vec![format!("refused: {e}")],
                     }

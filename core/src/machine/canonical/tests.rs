@@ -3,6 +3,7 @@
 
 use super::super::state::Running;
 use crate::canonical::HandleSet;
+use crate::time::Moment;
 use crate::{
     ContextId, DefinitionMeta, Failure, HostCore, Input, OpId, OpKind, Registered, Registration,
     Requested, ToolSpec,
@@ -21,41 +22,58 @@ fn run(register: bool) -> (HostCore, crate::ToolRef) {
         let queued = core.request(OpKind::Activate(id.into()));
         assert!(matches!(queued, Requested::Enqueued(_)), "{queued:?}");
     }
-    core.apply(Input::Begin(OpId(1))).expect("begin");
-    core.apply(Input::FactoryReturned {
-        context: ContextId(1),
-        result: Ok(()),
-    })
+    core.apply(Input::Begin(OpId(1)), Moment::ZERO)
+        .expect("begin");
+    core.apply(
+        Input::FactoryReturned {
+            context: ContextId(1),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("factory");
     if register {
         core.register(ContextId(1), Registration::Tool(spec("t")))
             .expect("register");
     }
-    core.apply(Input::ActivateReturned {
-        context: ContextId(1),
-        result: Err(Failure::error("no")),
-    })
+    core.apply(
+        Input::ActivateReturned {
+            context: ContextId(1),
+            result: Err(Failure::error("no")),
+        },
+        Moment::ZERO,
+    )
     .expect("activate");
     // The rollback disposes of the instance.
-    core.apply(Input::CleanupFinished {
-        op: OpId(1),
-        result: Ok(()),
-    })
+    core.apply(
+        Input::CleanupFinished {
+            op: OpId(1),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("cleanup");
-    core.apply(Input::Begin(OpId(2))).expect("begin");
-    core.apply(Input::FactoryReturned {
-        context: ContextId(2),
-        result: Ok(()),
-    })
+    core.apply(Input::Begin(OpId(2)), Moment::ZERO)
+        .expect("begin");
+    core.apply(
+        Input::FactoryReturned {
+            context: ContextId(2),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("factory");
     let tool = match core.register(ContextId(2), Registration::Tool(spec("u"))) {
         Ok(Registered::Tool(t)) => t,
         other => panic!("{other:?}"),
     };
-    core.apply(Input::ActivateReturned {
-        context: ContextId(2),
-        result: Ok(()),
-    })
+    core.apply(
+        Input::ActivateReturned {
+            context: ContextId(2),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("activate");
     let out = core.drain_outbox();
     assert!(
@@ -86,10 +104,11 @@ fn every_handle_of_a_reload_and_its_calls_is_renamed() {
     // `b` is active; a call of its tool is in flight (it holds b's
     // generation); a reload of `b` runs its fresh generation's factory.
     let (mut core, _) = run(true);
-    core.call_start("u").expect("admitted");
+    core.call_start("u", Moment::ZERO).expect("admitted");
     let queued = core.request(OpKind::Reload("b".into()));
     assert_eq!(queued, Requested::Enqueued(OpId(3)));
-    core.apply(Input::Begin(OpId(3))).expect("begin");
+    core.apply(Input::Begin(OpId(3)), Moment::ZERO)
+        .expect("begin");
     let _ = core.drain_outbox();
     let mut set = HandleSet::new();
     core.handles(&mut set);
@@ -109,21 +128,28 @@ fn every_handle_of_a_reload_and_its_calls_is_renamed() {
 /// generation and retires the old one (which the call still runs in).
 fn retiring() -> (HostCore, crate::CallId) {
     let (mut core, _) = run(true);
-    let call = core.call_start("u").expect("admitted").call;
+    let call = core.call_start("u", Moment::ZERO).expect("admitted").call;
     let queued = core.request(OpKind::Reload("b".into()));
     assert_eq!(queued, Requested::Enqueued(OpId(3)));
-    core.apply(Input::Begin(OpId(3))).expect("begin");
-    core.apply(Input::FactoryReturned {
-        context: ContextId(3),
-        result: Ok(()),
-    })
+    core.apply(Input::Begin(OpId(3)), Moment::ZERO)
+        .expect("begin");
+    core.apply(
+        Input::FactoryReturned {
+            context: ContextId(3),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("factory");
     core.register(ContextId(3), Registration::Tool(spec("u")))
         .expect("register");
-    core.apply(Input::ActivateReturned {
-        context: ContextId(3),
-        result: Ok(()),
-    })
+    core.apply(
+        Input::ActivateReturned {
+            context: ContextId(3),
+            result: Ok(()),
+        },
+        Moment::ZERO,
+    )
     .expect("activate");
     let _ = core.drain_outbox();
     (core, call)
@@ -152,8 +178,8 @@ fn a_retiring_generation_and_its_calls_are_renamed_and_stepping_commutes() {
     // canonical state gives the canonical form of stepping the original.
     let renamed_call = *c.calls.keys().next().expect("one call");
     let (mut a, mut b) = (core.clone(), c.clone());
-    let verdict = a.call_finished(call, false);
-    assert_eq!(b.call_finished(renamed_call, false), verdict);
+    let verdict = a.call_finished(call, Moment::ZERO);
+    assert_eq!(b.call_finished(renamed_call, Moment::ZERO), verdict);
     let (said_a, said_b) = (a.drain_outbox(), b.drain_outbox());
     assert_eq!(said_a.commands.len(), said_b.commands.len());
     assert_eq!(a.canonical(), b.canonical());

@@ -2,6 +2,7 @@
 //! clash, declaration match, reload swap, shutdown, selection, and the
 //! seeded bug `ProviderPublishedBeforeValidation` caught.
 
+use crate::time::Moment;
 use crate::*;
 
 fn provider(id: &str, models: &[&str]) -> ProviderRecord {
@@ -21,7 +22,7 @@ fn run(core: &mut HostCore, kind: OpKind, registrations: Vec<Registration>, ok: 
         Requested::Enqueued(op) => op,
         other => panic!("{other:?}"),
     };
-    core.apply(Input::Begin(op)).unwrap();
+    core.apply(Input::Begin(op), Moment::ZERO).unwrap();
     let mut registrations = Some(registrations);
     loop {
         if let Some(settled) = core.poll_settled() {
@@ -52,7 +53,7 @@ fn run(core: &mut HostCore, kind: OpKind, registrations: Vec<Registration>, ok: 
             Effect::RunCleanup { op, .. } => Input::CleanupFinished { op, result: Ok(()) },
             _ => continue,
         };
-        core.apply(next).unwrap();
+        core.apply(next, Moment::ZERO).unwrap();
     }
 }
 

@@ -2,6 +2,7 @@
 //! steps with `a` and `b` exchanged) reach states that the exchange maps
 //! onto each other, at every step.
 
+use crate::time::Moment;
 use crate::{
     ContextId, DefinitionMeta, Failure, HostCore, Input, OpId, OpKind, Registration, ToolSpec,
 };
@@ -24,7 +25,7 @@ fn history(first: &str, second: &str) -> Vec<HostCore> {
         states.push(quiet(&mut core));
     }
     let step = |core: &mut HostCore, input: Input, states: &mut Vec<HostCore>| {
-        core.apply(input).expect("valid input");
+        core.apply(input, Moment::ZERO).expect("valid input");
         states.push(quiet(core));
     };
     step(&mut core, Input::Begin(OpId(1)), &mut states);
