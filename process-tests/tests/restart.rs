@@ -199,6 +199,25 @@ async fn a_restarted_child_that_drifted_is_refused_closed_and_stays_refused() {
         .await
         .unwrap_err();
     assert_eq!(again.cause_code(), Some("undeclared_tool_registered"));
+    // A request through the monitor is refused the same way.
+    let refused_request = within(monitor.request(
+        "resources/subscribe",
+        json!({"uri": "demo://a"}),
+        exthost::CancellationToken::new(),
+        None,
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            &refused_request,
+            exthost::process::RequestError::Refused {
+                code: "undeclared_tool_registered",
+                ..
+            }
+        ),
+        "{refused_request:?}"
+    );
     assert_eq!(starts(&dir), 2);
 
     within(w.host.dispose()).await.unwrap();
