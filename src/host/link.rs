@@ -189,15 +189,19 @@ impl CoreLink {
         answer
     }
 
+    /// `call_placement` of a call just admitted (the core answers from
+    /// the deadline its admission chose).
     pub fn call_placement(
         &self,
-        owner: Option<&str>,
+        admitted: &AdmittedCall,
         outlives_caller: bool,
         executor: Executor,
     ) -> Placement {
-        let answer = self.core.call_placement(owner, outlives_caller, executor);
+        let answer = self
+            .core
+            .admitted_call_placement(admitted, outlives_caller, executor);
         self.asked(|| Query::CallPlacement {
-            owner: owner.map(str::to_owned),
+            owner: admitted.owner.extension_id().map(str::to_owned),
             outlives_caller,
             executor,
             answer,

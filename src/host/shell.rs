@@ -350,9 +350,9 @@ impl Shell {
         executor: Executor,
         signals: Arc<CallSignals>,
     ) -> (Placement, Option<Arc<dyn Tool>>) {
-        let placement =
-            self.core
-                .call_placement(admitted.owner.extension_id(), outlives_caller, executor);
+        let placement = self
+            .core
+            .call_placement(admitted, outlives_caller, executor);
         self.calls.insert(admitted.call, signals);
         // Only the tool itself: its descriptor stays in the table.
         let tool = self.tools.get(&admitted.tool).map(|h| h.tool.clone());

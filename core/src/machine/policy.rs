@@ -21,6 +21,7 @@ use crate::lifecycle::Status;
 use crate::mutant::Mutant;
 use crate::outcome::FailureCause;
 use crate::policy::{DeadlineStep, Deadlines, Executor, Placement};
+use crate::protocol::AdmittedCall;
 use crate::registry::{Binding, Owner};
 
 use super::state::{HostCore, Phase};
@@ -183,10 +184,20 @@ impl HostCore {
         executor: Executor,
     ) -> Placement {
         let deadline = self.deadline_for(DeadlineStep::Call(owner));
-        if outlives_caller {
-            return Placement::Task(deadline);
-        }
-        placement(deadline, executor)
+        call_placement(deadline, outlives_caller, executor)
+    }
+
+    /// [`HostCore::call_placement`] of a call just admitted, from the
+    /// deadline its admission chose (its `due`), with no second look-up
+    /// of its extension. Changes nothing.
+    pub fn admitted_call_placement(
+        &self,
+        admitted: &AdmittedCall,
+        outlives_caller: bool,
+        executor: Executor,
+    ) -> Placement {
+        let deadline = admitted.due.map(|due| due.deadline);
+        call_placement(deadline, outlives_caller, executor)
     }
 
     /// Where the hooks of an emit run: in the operation's driver
@@ -209,6 +220,19 @@ impl HostCore {
         }
     }
 }
+/// Where a call bounded by `deadline` runs: in a task of its own when it
+/// must outlive its caller's wait, else as [`placement`] says.
+fn call_placement(
+    deadline: Option<Duration>,
+    outlives_caller: bool,
+    executor: Executor,
+) -> Placement {
+    if outlives_caller {
+        return Placement::Task(deadline);
+    }
+    placement(deadline, executor)
+}
+
 /// Where code bounded by `deadline` runs when nothing needs it to outlive
 /// its waiter: in the waiting task when no deadline applies, or
 /// when a task of its own would hold it no better (one thread runs every
