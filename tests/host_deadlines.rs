@@ -640,3 +640,34 @@ async fn on_many_threads_the_deadline_does_not_wait_for_a_blocked_thread() {
     );
     soon(host.dispose()).await.unwrap();
 }
+
+/// An extension's call deadline "at most" (a process extension's
+/// `callTimeoutMs`) shortens the host's call deadline and never lengthens
+/// it: under a 200 ms host deadline, a tool of an extension that asks for
+/// at most 600 s still times out, the host's deadline in its message; one
+/// that asks for at most 200 ms under a host deadline of 600 s times out
+/// at its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_most_call_deadline_never_outlasts_the_hosts() {
+    let short = Duration::from_millis(200);
+    let long = Duration::from_secs(600);
+    for (host_deadline, own) in [(short, long), (long, short)] {
+        let (_d, host) = host_with(|o| o.with_call_deadline(host_deadline));
+        let definition = ExtensionDefinition::from_fn("slow", |cx| async move {
+            let descriptor =
+                ToolDescriptor::new("never", "Never returns.", json!({"type": "object"}));
+            cx.register_tool(descriptor, |_input| async {
+                std::future::pending::<()>().await;
+                Ok(json!("unreachable"))
+            })?;
+            Ok(())
+        })
+        .with_call_deadline_at_most(own);
+        host.discover([definition]).unwrap();
+        soon(host.activate("slow")).await.unwrap();
+        let err = soon(host.call_tool("never", json!({}))).await.unwrap_err();
+        assert_eq!(err.code(), codes::EXTENSION_TIMEOUT, "{err}");
+        assert!(err.to_string().contains("200ms"), "{err}");
+        soon(host.dispose()).await.unwrap();
+    }
+}

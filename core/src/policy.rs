@@ -33,6 +33,9 @@ pub enum DeadlineOverride {
     Inherit,
     /// This deadline instead of the host's.
     Set(Duration),
+    /// This deadline, or the host's when that is shorter: the extension
+    /// may shorten the host's bound but never lengthen it.
+    AtMost(Duration),
     /// No deadline for this extension, whatever the host's.
     Off,
 }
@@ -43,6 +46,9 @@ impl DeadlineOverride {
         match self {
             DeadlineOverride::Inherit => host,
             DeadlineOverride::Set(deadline) => Some(deadline),
+            DeadlineOverride::AtMost(deadline) => {
+                Some(host.map_or(deadline, |host| host.min(deadline)))
+            }
             DeadlineOverride::Off => None,
         }
     }

@@ -167,6 +167,16 @@ impl ExtensionDefinition {
         self
     }
 
+    /// Answers a call of this extension's tools still running after
+    /// `deadline`, or after the host's call deadline when that is shorter
+    /// ([`super::HostOptions::with_call_deadline`]), with
+    /// `EXTENSION_TIMEOUT`: the extension may shorten the host's bound,
+    /// never lengthen it (a process extension's `callTimeoutMs`).
+    pub fn with_call_deadline_at_most(mut self, deadline: std::time::Duration) -> Self {
+        self.deadlines.call = Override::AtMost(deadline);
+        self
+    }
+
     /// Cancels and rolls back an activation of this extension (its factory
     /// and `activate` together) still pending after `deadline`, overriding
     /// the host's [`super::HostOptions::with_activation_deadline`] (H-12).

@@ -221,11 +221,11 @@ pub fn definition(
             .ok_or_else(|| ExtensionError::new("not a process runtime"))
     };
     let mut definition = ExtensionDefinition::from_manifest(manifest, factory);
-    // One call deadline: the manifest's `callTimeoutMs` is the extension's
-    // own call deadline (H-12), timed by the host like any extension's;
+    // One call deadline: the manifest's `callTimeoutMs` bounded by the
+    // host's call deadline (H-12), timed by the host like any extension's;
     // without it the host's call deadline applies.
     if let Some(call) = ProcessTimeouts::of_manifest(manifest).and_then(|t| t.call) {
-        definition = definition.with_call_deadline(call);
+        definition = definition.with_call_deadline_at_most(call);
     }
     Some((definition, monitor))
 }
