@@ -121,9 +121,12 @@ fn search(gateway: &Gateway, arguments: &JsonObject) -> CallToolResult {
             let s = score(&words, info.api_name, info.description);
             (words.is_empty() || s > 0).then(|| {
                 let extension = owner_of(&info);
-                let started = extension
-                    .as_deref()
-                    .is_none_or(|id| gateway.host.status(id) == Some(Status::Active));
+                // Active with its process running: after an idle stop the
+                // host still reports it active, but nothing runs.
+                let started = extension.as_deref().is_none_or(|id| {
+                    gateway.host.status(id) == Some(Status::Active)
+                        && gateway.shape.monitor(id).is_none_or(|m| m.running())
+                });
                 (
                     s,
                     order,
