@@ -184,16 +184,7 @@ impl HostModel {
                     }
                     // The hook was read at its deadline: it must be
                     // reported as failed (timed out).
-                    Awaited::Hook => {
-                        if let Some(call) = env
-                            .emits
-                            .iter_mut()
-                            .find(|e| e.op == *op)
-                            .and_then(|e| e.calls.last_mut())
-                        {
-                            call.1 = Some(true);
-                        }
-                    }
+                    Awaited::Hook => hook_failed(env, *op),
                     Awaited::Calls => {}
                 }
             }
@@ -210,16 +201,7 @@ impl HostModel {
                             obs.failed = Some(true);
                         }
                     }
-                    Awaited::Hook => {
-                        if let Some(call) = env
-                            .emits
-                            .iter_mut()
-                            .find(|e| e.op == *op)
-                            .and_then(|e| e.calls.last_mut())
-                        {
-                            call.1 = Some(true);
-                        }
-                    }
+                    Awaited::Hook => hook_failed(env, *op),
                     Awaited::Factory | Awaited::Calls => {}
                 }
             }
@@ -533,5 +515,18 @@ fn dormant_reply(
             &mut env.violations.protocol,
             format!("a dormant call of {id} (dormant) was answered {other:?}"),
         ),
+    }
+}
+
+/// The running hook of emit `op` failed (its task lost, or read at its
+/// deadline): the environment expects its diagnostic.
+fn hook_failed(env: &mut Env, op: OpId) {
+    if let Some(call) = env
+        .emits
+        .iter_mut()
+        .find(|e| e.op == op)
+        .and_then(|e| e.calls.last_mut())
+    {
+        call.1 = Some(true);
     }
 }
