@@ -158,3 +158,53 @@ fn idle_timeout_ms_is_a_whole_number_of_milliseconds_up_to_a_day() {
         }
     }
 }
+
+/// `search_tools`'s `started` of alpha's tool in a catalog.
+fn started_in_catalog(serve: &mut Serve) -> Value {
+    let answer = serve.call("search_tools", json!({"query": "read", "limit": 50}));
+    let tools = answer["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .clone();
+    tools
+        .iter()
+        .find(|t| t["name"] == json!("alpha_read"))
+        .unwrap_or_else(|| panic!("alpha_read among {tools:?}"))["started"]
+        .clone()
+}
+
+#[test]
+fn the_catalog_says_a_backend_stopped_when_idle_is_not_started() {
+    let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
+    extension(dir.path(), "alpha", Some(300));
+    lock(dir.path());
+    let mut serve = Serve::start(
+        dir.path(),
+        &["--expose", "catalog", "--log-file", log.to_str().unwrap()],
+    );
+    assert_eq!(
+        started_in_catalog(&mut serve),
+        json!(false),
+        "nothing ran yet"
+    );
+    let answer = serve.call("call_tool", json!({"name": "alpha_read", "arguments": {}}));
+    assert_eq!(called(&answer), "called read");
+    // Until its idle stop alpha runs; the answer above may race the stop,
+    // so only the state after the stop is asserted.
+    let text = wait_for_log(&log, "stopped extension \"alpha\" (pid ", 1);
+    let pid = stopped_pids(&text, "alpha")[0];
+    let deadline = Instant::now() + BOUND;
+    while running(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "alpha's backend {pid} still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The host still reports alpha active, but nothing runs: not started.
+    assert_eq!(
+        started_in_catalog(&mut serve),
+        json!(false),
+        "after the idle stop"
+    );
+}
