@@ -49,6 +49,22 @@ fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
 
+/// Waits (bounded) for the first idle stop of `id` in the log and for
+/// its process to be gone; returns its pid.
+fn first_stop(log: &Path, id: &str) -> u32 {
+    let text = wait_for_log(log, &format!("stopped extension {id:?} (pid "), 1);
+    let first = stopped_pids(&text, id)[0];
+    let deadline = Instant::now() + BOUND;
+    while running(first) {
+        assert!(
+            Instant::now() < deadline,
+            "{id}'s backend {first} still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first
+}
+
 #[test]
 fn an_idle_backend_stops_and_its_next_call_starts_a_fresh_one() {
     let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
@@ -67,16 +83,7 @@ fn an_idle_backend_stops_and_its_next_call_starts_a_fresh_one() {
         );
     }
     for id in ["alpha", "beta"] {
-        let text = wait_for_log(&log, &format!("stopped extension {id:?} (pid "), 1);
-        let first = stopped_pids(&text, id)[0];
-        let deadline = Instant::now() + BOUND;
-        while running(first) {
-            assert!(
-                Instant::now() < deadline,
-                "{id}'s backend {first} still runs"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let first = first_stop(&log, id);
         // Its tools stay listed while it is stopped.
         let names: Vec<Value> = serve.tools().iter().map(|t| t["name"].clone()).collect();
         assert!(names.contains(&json!(format!("{id}_read"))), "{names:?}");
@@ -191,16 +198,7 @@ fn the_catalog_says_a_backend_stopped_when_idle_is_not_started() {
     assert_eq!(called(&answer), "called read");
     // Until its idle stop alpha runs; the answer above may race the stop,
     // so only the state after the stop is asserted.
-    let text = wait_for_log(&log, "stopped extension \"alpha\" (pid ", 1);
-    let pid = stopped_pids(&text, "alpha")[0];
-    let deadline = Instant::now() + BOUND;
-    while running(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "alpha's backend {pid} still runs"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    first_stop(&log, "alpha");
     // The host still reports alpha active, but nothing runs: not started.
     assert_eq!(
         started_in_catalog(&mut serve),

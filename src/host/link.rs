@@ -43,14 +43,11 @@ impl CoreLink {
         if let Some(recorder) = &recorder {
             recorder.note(TraceEvent::Created(base_tools));
         }
-        let link_clock = Clock::start();
-        let link = {
-            core.set_deadlines(deadlines);
-            Self {
-                core,
-                clock: link_clock,
-                recorder,
-            }
+        core.set_deadlines(deadlines);
+        let link = Self {
+            core,
+            clock: Clock::start(),
+            recorder,
         };
         link.record(|| CoreCall::SetDeadlines(deadlines));
         Ok((link, refs))

@@ -119,8 +119,8 @@ impl HostCore {
             }
             Input::HooksFinished { op, results } => self.hooks_finished(op, results),
             Input::CleanupFinished { op, result } => {
-                let late = matches!(self.awaiting(), Some(Awaiting::Cleanup(running, _)) if running == op)
-                    && self.due_passed();
+                let late = self.due_passed()
+                    && matches!(self.awaiting(), Some(Awaiting::Cleanup(running, _)) if running == op);
                 if late {
                     return self.deadline_passed(op);
                 }
@@ -149,8 +149,9 @@ impl HostCore {
     /// activation's deadline: the deadline passes first (the activation is
     /// cancelled), and the completion is the deadline's.
     fn judge_completion(&mut self, step: Awaiting) {
-        if self.awaiting() == Some(step)
-            && self.due_passed()
+        // The cheap test first: `awaiting` clones what the step awaits.
+        if self.due_passed()
+            && self.awaiting() == Some(step)
             && let Some(op) = self.running_op()
         {
             let _ = self.deadline_passed(op);
