@@ -4,7 +4,8 @@
 //! its permissions, its hook subscriptions, its dependencies and an optional
 //! `deferred` block declaring tools, providers and a lifecycle hint so the
 //! host can delay starting it. The full format, every rule and every reason
-//! code are in `docs/manifests.md`.
+//! code are in `docs/manifests.md`, `docs/manifest-errors.md` and
+//! `docs/declarations.md`.
 //!
 //! Everything here is pure except the folder loader:
 //!
