@@ -239,9 +239,10 @@ pub fn run(
             progress(&live, start.elapsed().as_secs_f64());
         }
     }
+    let results = joined(guards, cluster)?;
     let mut gathered = None;
-    for result in guards.join() {
-        if let Some(g) = result? {
+    for result in results {
+        if let Some(g) = result.map_err(|_| lost(cluster))? {
             gathered = Some(g);
         }
     }
@@ -250,6 +251,32 @@ pub fn run(
         return Ok(None);
     };
     Ok(Some(outcome(&shared, gathered, cluster)))
+}
+
+/// Joins the workers. timely's guard then joins its network threads and
+/// panics if one of them did (a peer process ended or the network
+/// failed: its receive thread panics and poisons the queues, so the
+/// workers end too); that panic becomes an error naming the loss.
+fn joined(
+    guards: timely::communication::WorkerGuards<Gathered>,
+    cluster: &Cluster,
+) -> Result<Vec<Result<Gathered, String>>, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()))
+        .map_err(|_| lost(cluster))
+}
+
+/// The error for a worker or network thread that panicked (timely has
+/// printed its message): with more than one process, the connection to
+/// another process was lost.
+fn lost(cluster: &Cluster) -> String {
+    match &cluster.hosts {
+        Some((hosts, me)) => format!(
+            "process {me} of {}: the connection to another process of the search was lost (it ended, or the network failed); the search is incomplete and has no verdict",
+            hosts.len()
+        ),
+        None => "a worker of the search panicked; the search is incomplete and has no verdict"
+            .to_owned(),
+    }
 }
 
 /// The outcome from what worker 0 gathered: the totals, and each

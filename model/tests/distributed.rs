@@ -4,14 +4,15 @@
 //! the same verdicts; the owners' shares are within 10 % of each other;
 //! every seeded bug is caught through it with a counterexample that
 //! replays from the initial state; a state survives the trip between
-//! processes exactly.
+//! processes exactly; a process that dies mid-search ends the others with
+//! an error, never a wait.
 //!
 //! The lifecycle bounds (1.36 M states) take minutes: they are behind
 //! `#[ignore]`, run with
 //! `cargo test --release -p exthost-model --test distributed -- --ignored`.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
+use std::io::{BufRead as _, Read as _};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -160,6 +161,10 @@ fn wait(mut child: Child, deadline: Instant, name: &str) -> (std::process::ExitS
 }
 
 fn spawn(hosts: &std::path::Path, process: usize, extra: &[&str]) -> Child {
+    spawn_with(hosts, process, extra, Stdio::null())
+}
+
+fn spawn_with(hosts: &std::path::Path, process: usize, extra: &[&str], stderr: Stdio) -> Child {
     Command::new(env!("CARGO_BIN_EXE_exthost-model"))
         .args(["check", "--json", "--workers", "1", "--process"])
         .arg(process.to_string())
@@ -168,7 +173,7 @@ fn spawn(hosts: &std::path::Path, process: usize, extra: &[&str]) -> Child {
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("the binary starts")
 }
@@ -229,6 +234,63 @@ fn two_processes(extra: &[&str], single: &Single) {
 #[test]
 fn two_processes_over_loopback_explore_the_single_searchs_states() {
     two_processes(&["--ci"], ci());
+}
+
+/// Process 1 is killed once process 0 reports progress (both are
+/// searching, the base bounds take far longer than that): process 0 must
+/// end with exit status 2 and say that the search lost a process and has
+/// no verdict, instead of waiting for states that never come or printing
+/// a report.
+#[test]
+fn a_process_that_dies_ends_the_others_with_an_error() {
+    let dir = std::env::temp_dir().join(format!("exthost-lost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let hosts = dir.join("hosts");
+    let (a, b) = free_ports();
+    std::fs::write(&hosts, format!("127.0.0.1:{a}\n127.0.0.1:{b}\n")).expect("writes");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut first = spawn_with(&hosts, 0, &["--base"], Stdio::piped());
+    let mut second = spawn(&hosts, 1, &["--base"]);
+    let stderr = std::io::BufReader::new(first.stderr.take().expect("piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut searching = false;
+    while !searching {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                searching = line.starts_with("progress:");
+                seen.push(line);
+            }
+            Err(e) => {
+                let _ = first.kill();
+                let _ = second.kill();
+                panic!("process 0 reported no progress ({e}): {seen:?}");
+            }
+        }
+    }
+    second.kill().expect("kills process 1");
+    let _ = second.wait();
+    let (status, out) = wait(first, deadline, "process 0 after process 1 died");
+    seen.extend(rx.iter());
+    assert_eq!(status.code(), Some(2), "{seen:?}");
+    assert!(
+        !out.contains("schema_version"),
+        "no report without a verdict: {out}"
+    );
+    let last = seen.last().expect("an error line");
+    assert!(
+        last.contains("process 0 of 2: the connection to another process of the search was lost"),
+        "{seen:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
