@@ -132,7 +132,7 @@ fn bench(c: &mut Criterion) {
     let check = rt
         .block_on(host.call_tool("fx:echo", input.clone()))
         .unwrap();
-    assert_eq!(check["content"][0]["text"], "Echo: bench");
+    assert_eq!(check.as_text().as_deref(), Some("Echo: bench"));
 
     let mut direct = Direct::start(&fixture);
     assert_eq!(direct.call()["content"][0]["text"], "Echo: bench");

@@ -85,7 +85,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  tools after rollback: {:?}", host.tools().names());
 
     host.emit(Event::new("turn.end", json!({}))).await?;
-    println!("now: {}", host.call_tool("now", json!({})).await?);
+    println!(
+        "now: {}",
+        host.call_tool("now", json!({})).await?.into_json()
+    );
 
     host.dispose().await?;
     println!("disposed: {:?}", host.extensions());

@@ -46,7 +46,7 @@
 //! runtime.block_on(async {
 //!     host.activate("greeter").await?; // factory, activate(context), one commit
 //!     let answer = host.call_tool("greet", json!({"name": "Ada"})).await?;
-//!     assert_eq!(answer, json!({"greeting": "hello, Ada"}));
+//!     assert_eq!(answer.into_json(), json!({"greeting": "hello, Ada"}));
 //!     host.dispose().await // reverse order, every step, failures aggregated
 //! })?;
 //! # Ok(())
@@ -162,7 +162,7 @@ pub use error::CodedError;
 #[cfg(not(exthost_loom))]
 pub use host::{
     ActivationContext, Event, Extension, ExtensionDefinition, ExtensionError, ExtensionHost,
-    HostError, HostOptions, InProcessFactories, Tool, ToolDescriptor,
+    HostError, HostOptions, InProcessFactories, Tool, ToolDescriptor, ToolOutput,
 };
 pub use id::{IdError, MAX_ID_BYTES, validate_id_segment};
 pub use manifest::{
@@ -181,7 +181,8 @@ pub mod prelude {
     pub use crate::host::{
         Activation, ActivationContext, BoxFuture, EmitReport, Event, Extension,
         ExtensionDefinition, ExtensionError, ExtensionHost, HostError, HostOptions,
-        InProcessFactories, Tool, ToolDescriptor, ToolSnapshot, current_call_cancellation,
+        InProcessFactories, Tool, ToolDescriptor, ToolOutput, ToolSnapshot,
+        current_call_cancellation,
     };
     pub use crate::resources::{Resource, ResourceError, ResourceLoader, ResourceRoot};
     pub use exthost_core::Status;

@@ -104,7 +104,10 @@ async fn activation_publishes_tools_in_order_and_snapshots_are_detached() {
         "a snapshot never changes"
     );
     assert_eq!(
-        host.call_tool("b1", json!({"k": 1})).await.unwrap(),
+        host.call_tool("b1", json!({"k": 1}))
+            .await
+            .unwrap()
+            .into_json(),
         json!({"tool": "b1", "input": {"k": 1}})
     );
     let info = host.tools();
@@ -405,7 +408,7 @@ async fn a_panicking_or_failing_tool_is_a_typed_error() {
             )
             .with_base_tool(
                 ToolDescriptor::new("no", "fails", schema()),
-                |_: Value| async { Err(exthost::host::ExtensionError::new("refused")) },
+                |_: Value| async { Err::<Value, _>(exthost::host::ExtensionError::new("refused")) },
             ),
     )
     .unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use exthost::CancellationToken;
 use exthost::host::{
     BoxFuture, CallOptions, ExtensionDefinition, ExtensionError, ExtensionHost, HostError,
-    Progress, ToolDescriptor, current_call_cancellation, report_progress,
+    Progress, ToolDescriptor, ToolOutput, current_call_cancellation, report_progress,
 };
 use serde_json::json;
 use support::*;
@@ -58,7 +58,7 @@ fn spawn_call(
     host: &ExtensionHost,
     name: &'static str,
     cancel: &CancellationToken,
-) -> tokio::task::JoinHandle<Result<serde_json::Value, HostError>> {
+) -> tokio::task::JoinHandle<Result<ToolOutput, HostError>> {
     let (host, cancel) = (host.clone(), cancel.clone());
     tokio::spawn(async move {
         host.call_tool_with(
@@ -171,8 +171,14 @@ async fn a_token_asked_for_after_the_shutdown_fired_it_has_fired() {
     });
     within(log.until(|l| l.count("early:saw-cancel") > 0)).await;
     ask.notify_one();
-    assert_eq!(within(late).await.unwrap().unwrap(), json!("late"));
-    assert_eq!(within(early).await.unwrap().unwrap(), json!("early"));
+    assert_eq!(
+        within(late).await.unwrap().unwrap().into_json(),
+        json!("late")
+    );
+    assert_eq!(
+        within(early).await.unwrap().unwrap().into_json(),
+        json!("early")
+    );
     within(dispose).await.unwrap().unwrap();
     assert_eq!(log.count("late:fired"), 1, "{:?}", log.entries());
 }
@@ -225,7 +231,7 @@ async fn progress_reaches_the_callers_sink_in_order_and_nowhere_without_one() {
     ))
     .await
     .unwrap();
-    assert_eq!(delivered, json!([true, true, true]));
+    assert_eq!(delivered.into_json(), json!([true, true, true]));
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen.iter().map(|p| p.progress).collect::<Vec<_>>(),
@@ -235,7 +241,7 @@ async fn progress_reaches_the_callers_sink_in_order_and_nowhere_without_one() {
     assert_eq!(seen[2].message.as_deref(), Some("step 3"));
     // Without a sink, and outside any call, a report goes nowhere.
     let plain = within(host.call_tool("steps", json!({}))).await.unwrap();
-    assert_eq!(plain, json!([false, false, false]));
+    assert_eq!(plain.into_json(), json!([false, false, false]));
     assert!(!report_progress(Progress::new(1.0)));
     within(host.dispose()).await.unwrap();
 }

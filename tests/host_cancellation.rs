@@ -164,7 +164,8 @@ async fn a_deadline_fires_the_signal_the_code_waits_on(deadline: Deadline) {
     assert_eq!(
         within(host.call_tool("after_tool", json!({})))
             .await
-            .unwrap(),
+            .unwrap()
+            .into_json(),
         json!("after")
     );
     let report = within(host.emit(Event::new("e", json!(null))))

@@ -286,7 +286,7 @@ async fn a_dormant_tool_starts_its_extensions_dependencies_first() {
     let answer = within(host.call_tool_activating("tools:t", json!({})))
         .await
         .unwrap();
-    assert_eq!(answer, json!({"tool": "t", "input": {}}));
+    assert_eq!(answer.into_json(), json!({"tool": "t", "input": {}}));
     assert_eq!(factory_order(&log), s(&["base:factory", "tools:factory"]));
     assert_eq!(host.status("base"), Some(Status::Active));
     within(host.dispose()).await.unwrap();

@@ -39,7 +39,7 @@ async fn a_closure_is_an_extension_and_host_errors_convert_with_their_code() {
     .unwrap();
     assert_eq!(host.activate("clock").await.unwrap(), Activation::Activated);
     assert_eq!(
-        host.call_tool("now", json!({})).await.unwrap(),
+        host.call_tool("now", json!({})).await.unwrap().into_json(),
         json!("12:00")
     );
     let err = host.activate("twice").await.unwrap_err();

@@ -306,7 +306,7 @@ async fn item3_dispose_waits_for_calls_in_flight_before_the_first_cleanup_step()
             "the disposer ran after every call finished: {entries:?}"
         );
         for call in calls {
-            assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+            assert_eq!(call.await.unwrap().unwrap().into_json(), json!("done"));
         }
     })
     .await;
@@ -359,7 +359,10 @@ async fn item4_every_call_after_dispose_is_host_disposed() {
         host.discover([thrower("t", Throw::Nowhere, &log)]).unwrap();
         host.activate("t").await.unwrap();
         assert_eq!(
-            host.call_tool("t-boom", json!({})).await.unwrap(),
+            host.call_tool("t-boom", json!({}))
+                .await
+                .unwrap()
+                .into_json(),
             json!("fine")
         );
         host.dispose().await.unwrap();

@@ -219,7 +219,7 @@ async fn a_dormant_tool_starts_only_its_owner_and_only_for_a_caller_that_may() {
         .call_tool_activating("alpha:one", json!({"q": 1}))
         .await
         .unwrap();
-    assert_eq!(out, json!({"tool": "one", "input": {"q": 1}}));
+    assert_eq!(out.into_json(), json!({"tool": "one", "input": {"q": 1}}));
     assert_eq!(alpha.factory_calls(), 1);
     assert_eq!(beta.factory_calls(), 0, "only the owner started");
     let snapshot = w.host.tools();
@@ -425,7 +425,7 @@ async fn inv14_a_revoked_grant_holds_until_an_explicit_activate_succeeds() {
         .call_tool_activating("liar:declared", json!({}))
         .await
         .unwrap();
-    assert_eq!(out["tool"], "declared");
+    assert_eq!(out.into_json()["tool"], "declared");
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }
 
@@ -475,7 +475,7 @@ async fn transient_failures_and_tool_errors_do_not_revoke() {
         .call_tool_activating("flaky:t", json!({}))
         .await
         .unwrap();
-    assert_eq!(out["tool"], "t");
+    assert_eq!(out.into_json()["tool"], "t");
     assert_eq!(flaky.factory_calls(), 2);
 }
 

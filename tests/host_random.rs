@@ -164,7 +164,12 @@ async fn run_case(seed: u64) {
                 let name = POOL[rng.below(POOL.len())];
                 let got = host.call_tool(name, json!({})).await;
                 if oracle.live.iter().any(|t| t == name) {
-                    assert_eq!(got.unwrap()["tool"], name, "{}", context("call"));
+                    assert_eq!(
+                        got.unwrap().into_json()["tool"],
+                        name,
+                        "{}",
+                        context("call")
+                    );
                 } else {
                     assert_eq!(
                         got.unwrap_err().code(),

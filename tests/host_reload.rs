@@ -193,7 +193,10 @@ async fn a_reload_swaps_the_generation_in_one_commit_keeping_api_names() {
     );
     assert!(!after.iter().any(|(n, _)| n == "m:old"), "{after:?}");
     assert_eq!(
-        within(host.call_tool("m:t", json!({}))).await.unwrap(),
+        within(host.call_tool("m:t", json!({})))
+            .await
+            .unwrap()
+            .into_json(),
         json!({"generation": 2})
     );
     // The old generation was cleaned up after the commit, the new one not.
@@ -400,7 +403,10 @@ async fn a_failing_fresh_generation_leaves_the_old_one_live_and_untouched() {
         assert_eq!(api_names(&host), before, "{name}");
         assert_eq!(host.status("m"), Some(Status::Active), "{name}");
         assert_eq!(
-            within(host.call_tool("t", json!({}))).await.unwrap(),
+            within(host.call_tool("t", json!({})))
+                .await
+                .unwrap()
+                .into_json(),
             json!({"generation": 1}),
             "{name}"
         );
@@ -501,7 +507,7 @@ async fn the_old_generations_calls_finish_before_its_cleanup() {
     assert_eq!(log.count("g1:disposer"), 0, "cleanup ran under a call");
     gate.add_permits(1);
     assert_eq!(
-        within(call).await.unwrap().unwrap(),
+        within(call).await.unwrap().unwrap().into_json(),
         json!({"generation": 1})
     );
     within(reload).await.unwrap().unwrap();
@@ -655,7 +661,7 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
     // never cancelled.
     old_gate.add_permits(1);
     assert_eq!(
-        within(old_call).await.unwrap().unwrap(),
+        within(old_call).await.unwrap().unwrap().into_json(),
         json!({"generation": 1})
     );
     within(reload).await.unwrap().unwrap();
@@ -666,7 +672,7 @@ async fn the_new_generations_calls_neither_hold_nor_feel_the_old_ones_cleanup() 
     );
     new_gate.add_permits(1);
     assert_eq!(
-        within(new_call).await.unwrap().unwrap(),
+        within(new_call).await.unwrap().unwrap().into_json(),
         json!({"generation": 2})
     );
     assert_eq!(
@@ -714,7 +720,10 @@ async fn a_reload_dropping_a_declared_tool_keeps_the_old_generation() {
         assert!(!tool.dormant, "{name}");
         assert_eq!(tool.description, "generation 1");
         assert_eq!(
-            within(host.call_tool(name, json!({}))).await.unwrap(),
+            within(host.call_tool(name, json!({})))
+                .await
+                .unwrap()
+                .into_json(),
             json!({"generation": 1})
         );
     }

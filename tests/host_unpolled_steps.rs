@@ -193,7 +193,10 @@ async fn a_disposer_that_never_becomes_a_step_is_dropped_inside_containment() {
         assert_eq!(count(&drops), 1, "the refused disposer is gone, once");
         drop(cx);
 
-        assert_eq!(host.call_tool("t", json!(1)).await.unwrap()["tool"], "t");
+        assert_eq!(
+            host.call_tool("t", json!(1)).await.unwrap().into_json()["tool"],
+            "t"
+        );
         host.dispose().await.unwrap();
         assert_eq!(log.count("late:disposer0"), 1, "the accepted disposer ran");
         assert_eq!(count(&drops), 1);
@@ -305,7 +308,10 @@ async fn a_call_aborted_before_its_first_poll_is_dropped_inside_containment() {
         assert!(matches!(reloaded, Reload::Reloaded { .. }), "{reloaded:?}");
         assert_eq!(count(&tool_drops), 1, "the old tool went with the reload");
         assert_eq!(count(&hook_drops), 1);
-        assert_eq!(host.call_tool("t", json!(2)).await.unwrap(), json!(1));
+        assert_eq!(
+            host.call_tool("t", json!(2)).await.unwrap().into_json(),
+            json!(1)
+        );
         assert_eq!(log.entries(), ["tool:1"], "only the fresh tool ran");
         host.dispose().await.unwrap();
         assert_eq!((count(&hook_drops), count(&tool_drops)), (1, 1));

@@ -198,7 +198,7 @@ pub(crate) fn run(
         };
         let mut code = EXIT_OK;
         match &result {
-            Ok(value) => {
+            Ok(output) => {
                 writeln!(
                     err,
                     "exthost: called {}; started: {}",
@@ -209,7 +209,7 @@ pub(crate) fn run(
                         crate::text::list(&started)
                     }
                 )?;
-                writeln!(out, "{}", crate::text::json(value)?)?;
+                writeln!(out, "{}", crate::text::json(&output.to_result_json())?)?;
             }
             Err(e) => {
                 writeln!(err, "exthost: {}", esc(&describe(e)))?;

@@ -9,7 +9,7 @@
 mod support;
 
 use exthost::core::Status;
-use exthost::host::Event;
+use exthost::host::{Event, ToolOutput};
 use exthost::process::{ListChange, ShutdownOutcome};
 use serde_json::json;
 use support::*;
@@ -30,14 +30,11 @@ async fn every_listed_page_becomes_a_proxy_and_calls_return_data() {
     let echo = within(w.host.call_tool("fx:echo", json!({"message": "hi"})))
         .await
         .unwrap();
-    assert_eq!(
-        echo,
-        json!({"content": [{"type": "text", "text": "Echo: hi"}], "isError": false, "structuredContent": null})
-    );
+    assert_eq!(echo, ToolOutput::text("Echo: hi"));
     let sum = within(w.host.call_tool("fx:add", json!({"a": 2, "b": 3})))
         .await
         .unwrap();
-    assert_eq!(sum["structuredContent"], json!({"sum": 5.0}));
+    assert_eq!(sum.structured(), Some(&json!({"sum": 5.0})));
 
     let pid = monitor.pid().unwrap();
     assert!(proc_stat(pid).is_some(), "the child runs while active");
@@ -65,7 +62,7 @@ async fn a_dormant_declared_tool_starts_the_child_on_its_first_call() {
     )
     .await
     .unwrap();
-    assert_eq!(out["content"][0]["text"], "Echo: lazy");
+    assert_eq!(out.as_text().as_deref(), Some("Echo: lazy"));
     assert_eq!(w.host.status("fx"), Some(Status::Active));
     let pid = monitor.pid().unwrap();
     within(w.host.dispose()).await.unwrap();
@@ -92,7 +89,7 @@ async fn subscribed_events_arrive_as_exthost_event_notifications() {
         .await
         .unwrap();
     assert_eq!(
-        out["structuredContent"]["events"],
+        out.into_json()["events"],
         json!([{"name": "session.start", "payload": {"n": 1}}])
     );
     within(w.host.dispose()).await.unwrap();
@@ -141,7 +138,7 @@ async fn a_hung_call_fails_at_its_deadline_and_the_session_lives_on() {
     within(async {
         loop {
             let stats = w.host.call_tool("fx:stats", json!({})).await.unwrap();
-            if stats["structuredContent"]["cancelled"] == 1 {
+            if stats.into_json()["cancelled"] == 1 {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -151,7 +148,7 @@ async fn a_hung_call_fails_at_its_deadline_and_the_session_lives_on() {
     let out = within(w.host.call_tool("fx:echo", json!({"message": "after"})))
         .await
         .unwrap();
-    assert_eq!(out["content"][0]["text"], "Echo: after");
+    assert_eq!(out.as_text().as_deref(), Some("Echo: after"));
     let pid = monitor.pid().unwrap();
     within(w.host.dispose()).await.unwrap();
     assert_gone(pid);
@@ -184,7 +181,7 @@ async fn a_grandchild_that_outlives_its_parent_is_gone_after_dispose() {
     let out = within(w.host.call_tool("fx:grandchild", json!({})))
         .await
         .unwrap();
-    let grandchild = out["structuredContent"]["pid"].as_u64().unwrap() as u32;
+    let grandchild = out.into_json()["pid"].as_u64().unwrap() as u32;
     let pid = monitor.pid().unwrap();
     assert_eq!(
         proc_stat(grandchild).map(|(_, pgrp)| pgrp),
@@ -252,6 +249,6 @@ async fn list_changed_breaking_the_declarations_is_refused_and_the_old_proxies_s
     let out = within(w.host.call_tool("fx:echo", json!({"message": "still"})))
         .await
         .unwrap();
-    assert_eq!(out["content"][0]["text"], "Echo: still");
+    assert_eq!(out.as_text().as_deref(), Some("Echo: still"));
     within(w.host.dispose()).await.unwrap();
 }

@@ -273,7 +273,7 @@ async fn a_reforking_group_member_is_killed_and_the_shutdown_is_not_clean() {
     let out = within(w.host.call_tool("refork:t", json!({})))
         .await
         .unwrap();
-    assert_eq!(out["content"][0]["text"], "ok");
+    assert_eq!(out.as_text().as_deref(), Some("ok"));
     within(w.host.dispose()).await.unwrap();
     assert_ne!(
         monitor.shutdown_outcome(),
@@ -371,7 +371,7 @@ async fn each_child_leads_a_session_of_its_own() {
     w.discover("n");
     within(w.host.activate("n")).await.unwrap();
     let out = within(w.host.call_tool("n:sid", json!({}))).await.unwrap();
-    let ids: Value = serde_json::from_str(out["content"][0]["text"].as_str().unwrap()).unwrap();
+    let ids: Value = serde_json::from_str(&out.as_text().unwrap()).unwrap();
     assert_eq!(
         ids["sid"], ids["pid"],
         "the child must lead its own session"

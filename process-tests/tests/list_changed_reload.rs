@@ -39,7 +39,7 @@ fn live(host: &ExtensionHost) -> Vec<String> {
 /// What the fixture reports about itself: pid and listings served.
 async fn stats(host: &ExtensionHost) -> Value {
     let out = within(host.call_tool("fx:stats", json!({}))).await.unwrap();
-    out["structuredContent"].clone()
+    out.into_json()
 }
 
 async fn settled(monitor: &ProcessMonitor, n: usize) -> Vec<ListChange> {
@@ -106,7 +106,7 @@ async fn a_changed_list_is_swapped_in_atomically_on_the_same_child() {
     let echo = within(w.host.call_tool("fx:echo", json!({"message": "new"})))
         .await
         .unwrap();
-    assert_eq!(echo["content"][0]["text"], "Echo: new");
+    assert_eq!(echo.as_text().as_deref(), Some("Echo: new"));
 
     // The same child serves the new proxies: no respawn.
     assert_eq!(monitor.pid(), Some(pid));
@@ -180,7 +180,7 @@ async fn a_list_with_an_invalid_name_leaves_the_old_proxies_live() {
     let echo = within(w.host.call_tool("fx:echo", json!({"message": "old"})))
         .await
         .unwrap();
-    assert_eq!(echo["content"][0]["text"], "Echo: old");
+    assert_eq!(echo.as_text().as_deref(), Some("Echo: old"));
     assert_eq!(monitor.pid(), Some(pid));
     assert_eq!(monitor.shutdown_outcome(), None);
     within(w.host.dispose()).await.unwrap();
@@ -259,9 +259,9 @@ async fn a_call_in_flight_on_an_old_proxy_completes_across_the_swap() {
     let released = within(w.host.call_tool("fx:release", json!({})))
         .await
         .unwrap();
-    assert_eq!(released["content"][0]["text"], "released");
+    assert_eq!(released.as_text().as_deref(), Some("released"));
     let out = within(blocked).await.unwrap().unwrap();
-    assert_eq!(out["content"][0]["text"], "released");
+    assert_eq!(out.as_text().as_deref(), Some("released"));
     let changes = settled(&monitor, 1).await;
     assert!(
         matches!(&changes[..], [ListChange::Reloaded { .. }]),

@@ -80,7 +80,7 @@ async fn the_call_after_a_crash_restarts_the_child_and_is_answered() {
     let out = within(w.host.call_tool("fx:echo", json!({"message": "again"})))
         .await
         .expect("the next call restarts the child");
-    assert_eq!(out["content"][0]["text"], "Echo: again");
+    assert_eq!(out.as_text().as_deref(), Some("Echo: again"));
     let second = monitor.pid().unwrap();
     assert_ne!(second, first, "a fresh child");
     assert!(proc_stat(second).is_some());
@@ -114,12 +114,7 @@ async fn concurrent_calls_after_a_crash_share_one_restart() {
     });
     for call in calls {
         let out = within(call).await.unwrap().unwrap();
-        assert!(
-            out["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("Echo: c")
-        );
+        assert!(out.as_text().unwrap().starts_with("Echo: c"), "{out:?}");
     }
     assert_eq!(starts(&dir), 2, "one restart for all eight calls");
     dispose(&w, &monitor).await;
@@ -140,7 +135,7 @@ async fn the_call_after_an_idle_stop_restarts_the_child() {
     let out = within(w.host.call_tool("fx:add", json!({"a": 1, "b": 2})))
         .await
         .expect("the next call restarts the stopped child");
-    assert_eq!(out["structuredContent"], json!({"sum": 3.0}));
+    assert_eq!(out.structured(), Some(&json!({"sum": 3.0})));
     let second = monitor.pid().unwrap();
     assert_ne!(second, first);
     assert_eq!(starts(&dir), 2);
@@ -170,7 +165,7 @@ async fn a_child_that_dies_at_every_start_costs_one_start_per_call() {
     let out = within(w.host.call_tool("fx:echo", json!({"message": "back"})))
         .await
         .unwrap();
-    assert_eq!(out["content"][0]["text"], "Echo: back");
+    assert_eq!(out.as_text().as_deref(), Some("Echo: back"));
     dispose(&w, &monitor).await;
 }
 
@@ -268,9 +263,10 @@ async fn subscriptions_are_renewed_on_the_restarted_child() {
         .await
         .expect("the call restarts the child");
     assert!(monitor.running());
-    assert_eq!(stats["structuredContent"]["pid"], monitor.pid().unwrap());
+    let stats = stats.into_json();
+    assert_eq!(stats["pid"], monitor.pid().unwrap());
     assert_eq!(
-        stats["structuredContent"]["subscribed"],
+        stats["subscribed"],
         json!(["demo://b"]),
         "the fresh child has the subscriptions still held, and only those"
     );

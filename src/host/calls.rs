@@ -26,6 +26,7 @@ use super::contain::contain;
 use super::error::HostError;
 use super::executor::current_executor;
 use super::inner::Inner;
+use super::output::ToolOutput;
 use super::trace::CodeRun;
 use exthost_core::{CallId, CallRefused, CallVerdict, Failure, Placement};
 
@@ -95,7 +96,7 @@ pub(crate) async fn call(
     name: &str,
     input: Value,
     options: CallOptions,
-) -> Result<Value, HostError> {
+) -> Result<ToolOutput, HostError> {
     let CallOptions {
         cancellation: caller_cancel,
         progress,
@@ -226,7 +227,7 @@ pub(crate) async fn call(
 /// How a call in its caller's task ended.
 enum Ended {
     /// The tool returned (or panicked).
-    Returned(Result<Value, Failure>),
+    Returned(Result<ToolOutput, Failure>),
     /// Its deadline passed while the tool was pending.
     DeadlinePassed,
     /// Its extension's cleanup abandoned it.
@@ -244,7 +245,7 @@ async fn call_in_task(
     input: Value,
     scope: CallScope,
     due: Option<(Duration, Instant)>,
-) -> Result<Value, HostError> {
+) -> Result<ToolOutput, HostError> {
     let caller_cancel = scope.caller.clone();
     let signals = scope.signals.clone();
     let deadline = due.map(|(deadline, _)| deadline);
@@ -330,8 +331,8 @@ async fn call_in_task(
 fn answer(
     name: &str,
     deadline: Option<Duration>,
-    outcome: Option<(Result<Value, Failure>, CallVerdict)>,
-) -> Result<Value, HostError> {
+    outcome: Option<(Result<ToolOutput, Failure>, CallVerdict)>,
+) -> Result<ToolOutput, HostError> {
     match outcome {
         Some((result, CallVerdict::Delivered)) => result.map_err(|f| tool_failed(name, f)),
         Some((_, CallVerdict::TimedOut)) => Err(timed_out(name, deadline)),

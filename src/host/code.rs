@@ -3,9 +3,10 @@
 //! the handler types the shell keeps for hooks and disposers.
 //!
 //! Architecture invariant: this is the bottom of `host/`. It depends on no
-//! other module of `host/` (only on [`exthost_core`] and the manifest
-//! module's schema digest), so the context, the errors, the extension
-//! definitions and the shell can all use it without a circle.
+//! other module of `host/` but `output` (what a tool returns, itself
+//! dependent on nothing), and outside it only on [`exthost_core`] and the
+//! manifest module's schema digest, so the context, the errors, the
+//! extension definitions and the shell can all use it without a circle.
 
 use std::fmt;
 use std::future::Future;
@@ -15,6 +16,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use exthost_core::ToolSpec;
+
+use super::output::ToolOutput;
 
 /// A boxed, sendable future: what extension code returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -75,18 +78,26 @@ impl From<String> for ExtensionError {
 }
 
 /// A callable tool.
+///
+/// Any closure `Fn(Value) -> impl Future<Output = Result<T,
+/// ExtensionError>>` is a tool when `T` converts into a [`ToolOutput`]: a
+/// closure that returns a JSON [`Value`] answers [`ToolOutput::json`], one
+/// that returns a [`ToolOutput`] answers it as it is. A closure whose only
+/// answer is an error names its success type (`Err::<Value, _>(...)`).
 pub trait Tool: Send + Sync + 'static {
     /// Calls the tool with its JSON input.
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>>;
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<ToolOutput, ExtensionError>>;
 }
 
-impl<F, Fut> Tool for F
+impl<F, Fut, T> Tool for F
 where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ExtensionError>> + Send + 'static,
+    Fut: Future<Output = Result<T, ExtensionError>> + Send + 'static,
+    T: Into<ToolOutput>,
 {
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
-        Box::pin(self(input))
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<ToolOutput, ExtensionError>> {
+        let call = self(input);
+        Box::pin(async move { call.await.map(Into::into) })
     }
 }
 

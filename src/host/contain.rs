@@ -1,8 +1,9 @@
 //! H-7 and H-8: the reentrancy marker and panic containment around every
 //! piece of extension code the host runs.
 //!
-//! Architecture invariant: depends only on `code.rs` within `host/`; the
-//! shell, the drivers and the context use it, never the reverse.
+//! Architecture invariant: depends only on `code.rs` and `output.rs`
+//! within `host/`; the shell, the drivers and the context use it, never
+//! the reverse.
 
 use std::any::Any;
 use std::future::Future;
@@ -13,6 +14,7 @@ use std::task::{Context, Poll};
 use serde_json::Value;
 
 use super::code::{BoxFuture, ExtensionError, Tool};
+use super::output::ToolOutput;
 use exthost_core::Failure;
 
 tokio::task_local! {
@@ -199,7 +201,7 @@ impl<T, M> Drop for Contain<'_, T, M> {
 
 /// Tool data behind [`Contained`]: its `Drop` cannot unwind into the host.
 impl<T: Tool> Tool for Contained<T> {
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<ToolOutput, ExtensionError>> {
         match self.get() {
             Some(t) => t.call(input),
             None => Box::pin(async { Err(ExtensionError::new("the tool is gone")) }),

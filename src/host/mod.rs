@@ -15,7 +15,8 @@
 //! - This file is the public API only: [`ExtensionHost`]'s methods, each a
 //!   thin call into the machinery, and [`HostHandle`]; the options are in
 //!   `options`, what the operations answer in `reports`.
-//! - Layers, bottom to top: `code` (what extension code is) and `trace`;
+//! - Layers, bottom to top: `output` (what a tool returns), `code` (what
+//!   extension code is) and `trace`;
 //!   `link` (the one recorded way to the core), `error`, `contain`,
 //!   `snapshot`, `options`, `reports`; `provider`, `context`, `extension`,
 //!   `manifests`; `shell` (the tables and the core's commands), then
@@ -44,6 +45,7 @@ mod inner;
 mod link;
 mod manifests;
 mod options;
+mod output;
 mod provider;
 mod reports;
 mod shell;
@@ -72,6 +74,7 @@ pub use manifests::{
 pub use options::{
     DEFAULT_ACTIVATION_DEADLINE, DEFAULT_CLEANUP_DEADLINE, DEFAULT_HOOK_DEADLINE, HostOptions,
 };
+pub use output::{ContentBlock, ToolOutput};
 pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
 pub use reports::{Activation, EmitReport, ExtensionInfo, Reload, ToolChanges};
 pub use snapshot::{ToolInfo, ToolSnapshot};
@@ -130,7 +133,7 @@ static NEXT_HOST_ID: AtomicU64 = AtomicU64::new(1);
 /// assert!(host.tools().is_empty()); // discovery runs no extension code
 /// host.activate("greeter").await.unwrap();
 /// assert_eq!(host.tools().names(), ["hello"]);
-/// assert_eq!(host.call_tool("hello", json!({})).await.unwrap(), json!("hello"));
+/// assert_eq!(host.call_tool("hello", json!({})).await.unwrap().into_json(), json!("hello"));
 /// let report = host.emit(Event::new("session.start", json!({}))).await.unwrap();
 /// assert!(report.diagnostics.is_empty());
 /// host.dispose().await.unwrap();
@@ -579,7 +582,9 @@ impl ExtensionHost {
     /// Calls a live tool by runtime name. Tools run concurrently, outside
     /// the queue: in the caller's task when no call deadline applies (a
     /// tool that blocks its thread then blocks its caller), else in a task
-    /// of their own; a panic is contained (H-8).
+    /// of their own; a panic is contained (H-8). The answer is the tool's
+    /// [`ToolOutput`] as the tool returned it (an output whose error flag
+    /// is set is still an answer, not a `HostError`).
     /// The host tracks every call in flight: shutdown fires the call's
     /// signal ([`current_call_cancellation`]) and waits for it before its
     /// extension's first cleanup step, and abandons it with
@@ -599,7 +604,7 @@ impl ExtensionHost {
         &'a self,
         name: &'a str,
         input: Value,
-    ) -> impl Future<Output = Result<Value, HostError>> + Send + 'a {
+    ) -> impl Future<Output = Result<ToolOutput, HostError>> + Send + 'a {
         self.call_tool_with(name, input, CallOptions::default())
     }
 
@@ -619,7 +624,7 @@ impl ExtensionHost {
         name: &str,
         input: Value,
         options: CallOptions,
-    ) -> Result<Value, HostError> {
+    ) -> Result<ToolOutput, HostError> {
         let span = tracing::debug_span!("exthost.call", tool = name);
         // The cause is only for a recording host's trace: without a
         // recorder a call pays no task-local scope for it. The call's
@@ -644,7 +649,11 @@ impl ExtensionHost {
     /// call is then `TOOL_ACTIVATION_DENIED` and nothing starts, until an
     /// explicit [`ExtensionHost::activate`] succeeds. Transient failures
     /// (an error in `activate`, a tool's own error) do not revoke it.
-    pub async fn call_tool_activating(&self, name: &str, input: Value) -> Result<Value, HostError> {
+    pub async fn call_tool_activating(
+        &self,
+        name: &str,
+        input: Value,
+    ) -> Result<ToolOutput, HostError> {
         self.call_tool_activating_with(name, input, CallOptions::default())
             .await
     }
@@ -657,7 +666,7 @@ impl ExtensionHost {
         name: &str,
         input: Value,
         options: CallOptions,
-    ) -> Result<Value, HostError> {
+    ) -> Result<ToolOutput, HostError> {
         caused_by(
             self.cause(|| PublicCall::CallToolActivating(name.to_owned())),
             self.call_tool_activating_inner(name, input, options),
@@ -680,7 +689,7 @@ impl ExtensionHost {
         name: &str,
         input: Value,
         options: CallOptions,
-    ) -> Result<Value, HostError> {
+    ) -> Result<ToolOutput, HostError> {
         // M-4, INV-14: the core says whether this call starts the tool's
         // extension first, or is refused because a mismatch revoked the
         // grant.

@@ -70,7 +70,6 @@ pub use error::{
 pub use listing::{MAX_LIST_BYTES, MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 pub use monitor::{ListChange, MAX_KEPT_SUBSCRIPTIONS, ProcessMonitor};
 pub use offerings::{PROXIED_METHODS, RequestError};
-pub use proxy::result_value;
 pub use shutdown::ShutdownOutcome;
 pub use spawn::{BASE_ENV_ALLOW_LIST, child_environment, resolve_program};
 pub use stderr::{MAX_STDERR_KEPT, STDERR_TAIL_BYTES, StderrDiagnostic};

@@ -1,6 +1,8 @@
 //! A proxy tool: one per tool the child lists. A call is one `tools/call`
 //! on the generation's child (restarted first when it exited,
-//! `restart.rs`); the result comes back as data. The call's deadline is
+//! `restart.rs`); the backend's result comes back as a [`ToolOutput`]
+//! (content blocks, structured content, `isError`), built from rmcp's
+//! result without a detour through JSON text. The call's deadline is
 //! the host's (the manifest's `callTimeoutMs` is the extension's call
 //! deadline, H-12): the host times the call and drops it at its deadline,
 //! which sends `notifications/cancelled`; nothing here times it again.
@@ -15,11 +17,11 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::abandon::CancelOnDrop;
 use super::restart::Live;
-use crate::host::{BoxFuture, ExtensionError, Tool};
+use crate::host::{BoxFuture, ContentBlock, ExtensionError, Tool, ToolOutput};
 
 /// Calls tool `name` of a process extension's child.
 pub(crate) struct ProxyTool {
@@ -27,18 +29,39 @@ pub(crate) struct ProxyTool {
     pub(crate) name: String,
 }
 
-/// The JSON data a proxy returns: `{"content": [...], "isError": bool,
-/// "structuredContent": value or null}`.
-pub fn result_value(result: &CallToolResult) -> Value {
-    json!({
-        "content": serde_json::to_value(&result.content).unwrap_or(Value::Array(Vec::new())),
-        "isError": result.is_error.unwrap_or(false),
-        "structuredContent": result.structured_content.clone().unwrap_or(Value::Null),
-    })
+/// The backend's result as the host's [`ToolOutput`]: its content blocks
+/// (a plain text block as text, any other block as its JSON object), its
+/// structured content and its `isError` flag (absent is `false`).
+fn output_of(result: CallToolResult) -> ToolOutput {
+    let content = result.content.into_iter().map(block_of).collect();
+    let output = ToolOutput::new(content).with_is_error(result.is_error.unwrap_or(false));
+    match result.structured_content {
+        Some(structured) => output.with_structured(structured),
+        None => output,
+    }
+}
+
+/// One MCP content block as the host's [`ContentBlock`]: a text block with
+/// no annotations and no `_meta` moves its text; any other is kept as its
+/// JSON object.
+fn block_of(block: rmcp::model::ContentBlock) -> ContentBlock {
+    match block {
+        rmcp::model::ContentBlock::Text(text)
+            if text.annotations.is_none() && text.meta.is_none() =>
+        {
+            ContentBlock::Text(text.text)
+        }
+        other => match serde_json::to_value(&other) {
+            Ok(Value::Object(object)) => ContentBlock::from_json(object),
+            // rmcp's blocks serialize to objects; were one not to, its
+            // debug text still reaches the caller.
+            _ => ContentBlock::Text(format!("{other:?}")),
+        },
+    }
 }
 
 impl Tool for ProxyTool {
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, ExtensionError>> {
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<ToolOutput, ExtensionError>> {
         let live = self.live.clone();
         let name = self.name.clone();
         Box::pin(async move {
@@ -93,7 +116,7 @@ impl Tool for ProxyTool {
                 _ => Err(ServiceError::UnexpectedResponse),
             });
             match outcome {
-                Ok(result) => Ok(result_value(&result)),
+                Ok(result) => Ok(output_of(result)),
                 // The server's own JSON-RPC error answer (unknown tool, bad
                 // arguments) is the tool's error, not a broken child.
                 Err(rmcp::service::ServiceError::McpError(data))

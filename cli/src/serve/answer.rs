@@ -1,53 +1,46 @@
 //! How a host call's outcome becomes the client's `tools/call` result: a
-//! backend's MCP result passes through unchanged (`content`, `isError`,
-//! `structuredContent`); an in-process tool's JSON value becomes one text
-//! block plus structured content; a host error becomes an error result that
+//! tool's [`ToolOutput`] becomes a result of the same content blocks, error
+//! flag and structured content (so a backend's result passes through
+//! unchanged, and an in-process tool's JSON value is one text block plus
+//! structured content); a host error becomes an error result that
 //! names its code, the extension and, for a declaration mismatch (M-5), the
 //! reason and the drifted tool, with what to do about it.
 
 use exthost::core::FailureCause;
-use exthost::host::HostError;
+use exthost::host::{HostError, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The client's result for a tool's JSON value.
-pub(crate) fn from_value(value: Value) -> CallToolResult {
-    if let Some(result) = as_mcp_result(&value) {
-        return result;
-    }
-    let text = match &value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    if value.is_object() {
-        result.structured_content = Some(value);
-    }
-    result
-}
-
-/// A process extension's proxy answers `{"content", "isError",
-/// "structuredContent"}` (docs/process.md): that is the backend's own
-/// result, passed through.
-fn as_mcp_result(value: &Value) -> Option<CallToolResult> {
-    let object = value.as_object()?;
-    let content = object.get("content")?.as_array()?;
-    let is_error = object.get("isError")?.as_bool()?;
-    let content: Vec<ContentBlock> = content
-        .iter()
-        .map(|block| serde_json::from_value(block.clone()))
-        .collect::<Result<_, _>>()
-        .ok()?;
+/// The client's result for a tool's output: its content blocks, its
+/// error flag and its structured content, each as it is. No guessing from
+/// shapes: an in-process tool's JSON value that looks like a result is
+/// served as that value. MCP's `structuredContent` is a JSON object, so a
+/// value of another kind is served in the text block only.
+pub(crate) fn from_output(output: ToolOutput) -> CallToolResult {
+    let (content, structured, is_error) = output.into_parts();
+    let content: Vec<ContentBlock> = content.into_iter().map(block).collect();
     let mut result = if is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = object
-        .get("structuredContent")
-        .filter(|v| !v.is_null())
-        .cloned();
-    Some(result)
+    result.structured_content = structured.filter(Value::is_object);
+    result
+}
+
+/// One block of a tool's output as an MCP block. A block the tool built
+/// that is no MCP block is served as a text block holding its JSON text, so
+/// the client still sees all of it.
+fn block(block: exthost::host::ContentBlock) -> ContentBlock {
+    match block {
+        exthost::host::ContentBlock::Text(text) => ContentBlock::text(text),
+        exthost::host::ContentBlock::Other(object) => {
+            let object = Value::Object(object);
+            ContentBlock::deserialize(&object)
+                .unwrap_or_else(|_| ContentBlock::text(object.to_string()))
+        }
+    }
 }
 
 /// What the client gets for a failed call: an error result (which a model
@@ -154,26 +147,35 @@ mod tests {
 
     #[test]
     fn a_backend_result_passes_through_unchanged() {
-        let value = json!({
-            "content": [{"type": "text", "text": "hi"}],
-            "isError": true,
-            "structuredContent": {"n": 1}
-        });
-        let result = from_value(value);
+        let output = ToolOutput::new(vec![
+            exthost::host::ContentBlock::text("hi"),
+            exthost::host::ContentBlock::Other(
+                json!({"type": "image", "data": "AA==", "mimeType": "image/png"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        ])
+        .with_is_error(true)
+        .with_structured(json!({"n": 1}));
+        let result = from_output(output);
         assert_eq!(result.is_error, Some(true));
         assert_eq!(result.structured_content, Some(json!({"n": 1})));
         assert_eq!(
             serde_json::to_value(&result.content).unwrap(),
-            json!([{"type": "text", "text": "hi"}])
+            json!([
+                {"type": "text", "text": "hi"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"}
+            ])
         );
     }
 
     #[test]
     fn an_in_process_value_becomes_text_and_structured_content() {
-        let result = from_value(json!({"sum": 3}));
+        let result = from_output(ToolOutput::json(json!({"sum": 3})));
         assert_eq!(result.is_error, Some(false));
         assert_eq!(result.structured_content, Some(json!({"sum": 3})));
-        let result = from_value(json!("plain"));
+        let result = from_output(ToolOutput::json(json!("plain")));
         assert_eq!(result.structured_content, None);
         assert_eq!(
             serde_json::to_value(&result.content).unwrap(),

@@ -250,7 +250,7 @@ impl Gateway {
             ));
         }
         match outcome {
-            Ok(value) => Ok(answer::from_value(value)),
+            Ok(output) => Ok(answer::from_output(output)),
             Err(e) => {
                 if cancelled.is_cancelled()
                     || self.ending.load(Ordering::Acquire)
