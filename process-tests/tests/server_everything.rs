@@ -122,6 +122,60 @@ async fn a_dormant_declared_tool_starts_the_server_on_its_first_call() {
 /// Runs [`env_probe`] in a copy of this test binary whose environment holds
 /// a secret and a granted variable (this crate forbids `unsafe`, so the
 /// test cannot `set_var` in its own process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_annotated_and_image_blocks_and_structured_content_reach_the_caller_unchanged() {
+    let w = world();
+    w.write("everything", &everything_manifest(&[]));
+    w.discover("everything");
+    within(w.host.activate("everything")).await.unwrap();
+    let out = within(w.host.call_tool(
+        "everything:get-annotated-message",
+        json!({"messageType": "error", "includeImage": true}),
+    ))
+    .await
+    .unwrap();
+    assert!(!out.is_error(), "{out:?}");
+    assert_eq!(out.structured(), None);
+    let content = out.content();
+    assert_eq!(content.len(), 2, "{out:?}");
+    // An annotated text block keeps its annotations, and still reads as text.
+    assert_eq!(
+        content[0].to_json(),
+        json!({
+            "type": "text",
+            "text": "Error: Operation failed",
+            "annotations": {"priority": 1.0, "audience": ["user", "assistant"]}
+        })
+    );
+    assert_eq!(out.as_text().as_deref(), Some("Error: Operation failed"));
+    let image = content[1].to_json();
+    assert_eq!(content[1].as_text(), None);
+    assert_eq!(image["type"], "image");
+    assert_eq!(image["mimeType"], "image/png");
+    assert_eq!(
+        image["annotations"],
+        json!({"priority": 0.5, "audience": ["user"]})
+    );
+    assert!(
+        image["data"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("iVBORw0KGgo")),
+        "a PNG, base64: {image}"
+    );
+
+    let weather = within(w.host.call_tool(
+        "everything:get-structured-content",
+        json!({"location": "Chicago"}),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        weather.structured(),
+        Some(&json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}))
+    );
+    within(w.host.dispose()).await.unwrap();
+}
+
 #[test]
 fn the_server_sees_only_the_allowed_environment() {
     server_entry();

@@ -1,7 +1,7 @@
 //! How a host call's outcome becomes the client's `tools/call` result: a
-//! tool's [`ToolOutput`] becomes a result of the same content blocks, error
-//! flag and structured content (so a backend's result passes through
-//! unchanged, and an in-process tool's JSON value is one text block plus
+//! tool's [`ToolOutput`] becomes the result of its content blocks, error
+//! flag and structured content (a backend's result passes through
+//! unchanged; an in-process tool's JSON value is one text block plus
 //! structured content); a host error becomes an error result that
 //! names its code, the extension and, for a declaration mismatch (M-5), the
 //! reason and the drifted tool, with what to do about it.
@@ -180,6 +180,31 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&result.content).unwrap(),
             json!([{"type": "text", "text": "plain"}])
+        );
+    }
+
+    #[test]
+    fn an_in_process_value_shaped_like_a_result_is_served_as_that_value() {
+        let value = json!({"content": [], "isError": true});
+        let result = from_output(ToolOutput::json(value.clone()));
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.structured_content, Some(value.clone()));
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap(),
+            json!([{"type": "text", "text": value.to_string()}])
+        );
+    }
+
+    #[test]
+    fn a_block_that_is_no_mcp_block_is_served_as_its_json_text() {
+        let odd = json!({"type": "hologram", "depth": 3});
+        let output = ToolOutput::new(vec![exthost::host::ContentBlock::Other(
+            odd.as_object().unwrap().clone(),
+        )]);
+        let result = from_output(output);
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap(),
+            json!([{"type": "text", "text": odd.to_string()}])
         );
     }
 
