@@ -52,65 +52,56 @@ async fn a_closure_is_an_extension_and_host_errors_convert_with_their_code() {
     host.dispose().await.unwrap();
 }
 
+/// What a caller gets from a closure tool that answers `answer` (a
+/// `Value` or a `ToolOutput`), through a host of its own.
+async fn answered<T>(answer: T) -> ToolOutput
+where
+    T: Into<ToolOutput> + Clone + Send + Sync + 'static,
+{
+    let (_dir, host) = host();
+    host.discover([ExtensionDefinition::from_fn("answers", move |cx| {
+        let answer = answer.clone();
+        async move {
+            cx.register_tool(
+                ToolDescriptor::new("answer", "Answers", json!({"type": "object"})),
+                move |_| {
+                    let answer = answer.clone();
+                    async move { Ok(answer) }
+                },
+            )?;
+            Ok(())
+        }
+    })])
+    .unwrap();
+    host.activate("answers").await.unwrap();
+    let out = host.call_tool("answer", json!({})).await.unwrap();
+    host.dispose().await.unwrap();
+    out
+}
+
 #[tokio::test]
 async fn a_closure_may_answer_a_tool_output_and_it_reaches_the_caller_unchanged() {
-    let (_dir, host) = host();
     let image = json!({"type": "image", "data": "AA==", "mimeType": "image/png"});
     let block = ContentBlock::from_json(image.as_object().unwrap().clone());
     let answer = ToolOutput::new(vec![ContentBlock::text("not found"), block])
         .with_structured(json!({"missing": "a.txt"}))
         .with_is_error(true);
-    let given = answer.clone();
-    host.discover([ExtensionDefinition::from_fn("files", move |cx| {
-        let given = given.clone();
-        async move {
-            cx.register_tool(
-                ToolDescriptor::new("read", "Reads a file", json!({"type": "object"})),
-                move |_| {
-                    let given = given.clone();
-                    async move { Ok(given) }
-                },
-            )?;
-            Ok(())
-        }
-    })])
-    .unwrap();
-    host.activate("files").await.unwrap();
     // A set error flag is the tool's answer, not a failed call.
-    let out = host.call_tool("read", json!({})).await.unwrap();
+    let out = answered(answer.clone()).await;
     assert_eq!(out, answer);
     assert!(out.is_error());
     assert_eq!(out.as_text().as_deref(), Some("not found"));
     assert_eq!(out.content()[1].to_json(), image);
     assert_eq!(out.into_json(), json!({"missing": "a.txt"}));
-    host.dispose().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_value_shaped_like_a_tool_result_is_the_tools_value() {
-    let (_dir, host) = host();
     let value = json!({"content": [], "isError": true});
-    let given = value.clone();
-    host.discover([ExtensionDefinition::from_fn("shaped", move |cx| {
-        let given = given.clone();
-        async move {
-            cx.register_tool(
-                ToolDescriptor::new("shape", "Answers a value", json!({"type": "object"})),
-                move |_| {
-                    let given = given.clone();
-                    async move { Ok(given) }
-                },
-            )?;
-            Ok(())
-        }
-    })])
-    .unwrap();
-    host.activate("shaped").await.unwrap();
-    let out = host.call_tool("shape", json!({})).await.unwrap();
+    let out = answered(value.clone()).await;
     assert!(!out.is_error(), "{out:?}");
     assert_eq!(out, ToolOutput::json(value.clone()));
     assert_eq!(out.into_json(), value);
-    host.dispose().await.unwrap();
 }
 
 #[tokio::test]
