@@ -1037,3 +1037,274 @@ fn a_mismatch_revokes_the_grant_until_an_activation_commits() {
     assert!(!core.is_revoked("m"));
     assert_eq!(core.admit_dormant_call("m:x"), DormantCall::NotDormant);
 }
+
+/// A manifest extension `m` (namespaced) declaring these tools.
+fn manifest_meta(tools: &[&str]) -> DefinitionMeta {
+    DefinitionMeta {
+        id: "m".into(),
+        namespaced: true,
+        declared_tools: Some(tools.iter().map(|t| spec(t)).collect()),
+        declared_providers: None,
+        dependencies: Vec::new(),
+        policy: Default::default(),
+    }
+}
+
+fn dormant_names(core: &HostCore) -> Vec<String> {
+    core.registry()
+        .iter()
+        .filter(|e| e.binding == Binding::Dormant)
+        .map(|e| e.name.clone())
+        .collect()
+}
+
+/// Requests and begins a redefinition; returns its op and what it set off.
+fn redefine(core: &mut HostCore, meta: DefinitionMeta) -> (OpId, Vec<Said>) {
+    let op = request(core, OpKind::Redefine(Box::new(meta)));
+    let said = core.step(Input::Begin(op));
+    (op, said)
+}
+
+#[test]
+fn a_dormant_extension_is_redefined_at_once_in_one_publication_and_runs_nothing() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    core.discover(vec![manifest_meta(&["x"])]).unwrap();
+    core.said();
+    assert_eq!(dormant_names(&core), ["m:x"]);
+    let (op, said) = redefine(&mut core, manifest_meta(&["y", "z"]));
+    assert_eq!(
+        said,
+        vec![
+            Said::Publish,
+            Said::Settle {
+                op,
+                outcome: OpOutcome::Redefined {
+                    extension: "m".into()
+                }
+            }
+        ]
+    );
+    assert_eq!(dormant_names(&core), ["m:y", "m:z"]);
+    assert_eq!(
+        core.extension("m").map(ExtensionSlot::status),
+        Some(Status::Discovered)
+    );
+    let declared: Vec<&str> = core
+        .extension("m")
+        .unwrap()
+        .meta()
+        .declared_tools
+        .iter()
+        .flatten()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(declared, ["y", "z"]);
+}
+
+#[test]
+fn a_refused_redefinition_changes_nothing() {
+    // `m:y` is a base tool: the new declaration `y` cannot be published.
+    let (mut core, _) = HostCore::new(&[spec("m:y")]).unwrap();
+    core.discover(vec![manifest_meta(&["x"])]).unwrap();
+    core.said();
+    let registry = core.registry().clone();
+    let (op, said) = redefine(&mut core, manifest_meta(&["y"]));
+    assert!(
+        matches!(
+            said.as_slice(),
+            [Said::Settle {
+                op: o,
+                outcome: OpOutcome::RedefineRefused {
+                    error: RedefineError::Invalid(DiscoveryError::InvalidDeclaration { .. }),
+                    ..
+                }
+            }] if *o == op
+        ),
+        "{said:?}"
+    );
+    assert_eq!(core.registry(), &registry);
+    assert_eq!(dormant_names(&core), ["m:x"]);
+    // A dependency cycle is refused too: `m` on `a`, which depends on `m`.
+    let mut a = DefinitionMeta::plain("a");
+    a.dependencies = vec!["m".into()];
+    core.discover(vec![a]).unwrap();
+    let mut cyclic = manifest_meta(&["x"]);
+    cyclic.dependencies = vec!["a".into()];
+    let (_, said) = redefine(&mut core, cyclic);
+    assert!(
+        matches!(
+            said.as_slice(),
+            [Said::Settle {
+                outcome: OpOutcome::RedefineRefused {
+                    error: RedefineError::Invalid(DiscoveryError::DependencyCycle { .. }),
+                    ..
+                },
+                ..
+            }]
+        ),
+        "{said:?}"
+    );
+    assert!(core.extension("m").unwrap().meta().dependencies.is_empty());
+}
+
+/// An active `m`, declaring `x`, redefined to declare `y`: its fresh
+/// generation registers `registers`; returns what the commit set off.
+fn redefine_active(core: &mut HostCore, registers: &str) -> (OpId, Vec<Said>) {
+    let (op, said) = redefine(core, manifest_meta(&["y"]));
+    let [Said::Do(Effect::CallFactory { context, .. })] = said.as_slice() else {
+        panic!("{said:?}")
+    };
+    let cx = *context;
+    open(core, cx);
+    register(core, cx, Registration::Tool(spec(registers)));
+    let said = core.step(Input::ActivateReturned {
+        context: cx,
+        result: Ok(()),
+    });
+    (op, said)
+}
+
+fn active_m() -> HostCore {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    core.discover(vec![manifest_meta(&["x"])]).unwrap();
+    core.said();
+    activate_with(&mut core, "m", &[Registration::Tool(spec("x"))]);
+    core
+}
+
+#[test]
+fn an_active_extension_is_redefined_as_a_reload_checked_against_the_new_declarations() {
+    let mut core = active_m();
+    let (op, mut said) = redefine_active(&mut core, "y");
+    // The old generation's instance is disposed after the commit.
+    while said
+        .iter()
+        .any(|s| matches!(s, Said::Do(Effect::RunCleanup { .. })))
+    {
+        said = core.step(Input::CleanupFinished { op, result: Ok(()) });
+    }
+    assert!(
+        matches!(
+            said.last(),
+            Some(Said::Settle {
+                outcome: OpOutcome::Reloaded { .. },
+                ..
+            })
+        ),
+        "{said:?}"
+    );
+    assert!(core.registry().get("m:y").is_some());
+    assert!(core.registry().get("m:x").is_none());
+    let declared = core.extension("m").unwrap().meta().declared_tools.clone();
+    assert_eq!(declared, Some(vec![spec("y")]));
+}
+
+#[test]
+fn a_redefinition_whose_fresh_generation_breaks_the_new_declarations_keeps_the_old_definition() {
+    let mut core = active_m();
+    let registry = core.registry().clone();
+    // The fresh generation registers the old declaration `x`, not `y`.
+    let (op, said) = redefine_active(&mut core, "x");
+    assert!(
+        said.iter()
+            .any(|s| matches!(s, Said::Do(Effect::RunCleanup { .. }))),
+        "the fresh instance is rolled back: {said:?}"
+    );
+    let said = core.step(Input::CleanupFinished { op, result: Ok(()) });
+    assert!(
+        matches!(
+            said.last(),
+            Some(Said::Settle {
+                outcome: OpOutcome::ReloadFailed(ActivationFailure {
+                    cause: FailureCause::Declaration(_),
+                    ..
+                }),
+                ..
+            })
+        ),
+        "{said:?}"
+    );
+    assert_eq!(core.registry(), &registry, "the old generation stays live");
+    assert_eq!(
+        core.extension("m").map(ExtensionSlot::status),
+        Some(Status::Active)
+    );
+    let declared = core.extension("m").unwrap().meta().declared_tools.clone();
+    assert_eq!(declared, Some(vec![spec("x")]), "the old definition stays");
+}
+
+#[test]
+fn an_active_extension_cannot_change_its_dependencies_by_redefinition() {
+    let mut core = active_m();
+    let mut meta = manifest_meta(&["x"]);
+    meta.dependencies = vec!["base2".into()];
+    let (_, said) = redefine(&mut core, meta);
+    assert!(
+        matches!(
+            said.as_slice(),
+            [Said::Settle {
+                outcome: OpOutcome::RedefineRefused {
+                    error: RedefineError::ActiveChange {
+                        what: "dependencies",
+                        ..
+                    },
+                    ..
+                },
+                ..
+            }]
+        ),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn redefining_a_failed_extension_restores_its_grant_and_keeps_its_status() {
+    let (mut core, _) = HostCore::new(&[spec("base")]).unwrap();
+    core.discover(vec![manifest_meta(&["x"])]).unwrap();
+    core.said();
+    // Its activation registers `y`, which it does not declare (M-5).
+    let (op, cx) = start_activation(&mut core, "m");
+    open(&mut core, cx);
+    register(&mut core, cx, Registration::Tool(spec("y")));
+    let failure = commit_fails(&mut core, op, cx);
+    assert!(matches!(failure.cause, FailureCause::Declaration(_)));
+    assert!(core.is_revoked("m"));
+    assert_eq!(
+        core.extension("m").map(ExtensionSlot::status),
+        Some(Status::Failed)
+    );
+    let (_, said) = redefine(&mut core, manifest_meta(&["y"]));
+    assert!(
+        matches!(
+            said.last(),
+            Some(Said::Settle {
+                outcome: OpOutcome::Redefined { .. },
+                ..
+            })
+        ),
+        "{said:?}"
+    );
+    assert!(!core.is_revoked("m"));
+    assert_eq!(
+        core.extension("m").map(ExtensionSlot::status),
+        Some(Status::Failed)
+    );
+    assert_eq!(dormant_names(&core), ["m:y"]);
+}
+
+#[test]
+fn a_redefinition_queued_when_shutdown_is_asked_for_is_cancelled() {
+    let mut core = active_m();
+    let op = request(&mut core, OpKind::Redefine(Box::new(manifest_meta(&["y"]))));
+    request(&mut core, OpKind::Dispose);
+    let said = core.step(Input::Begin(op));
+    assert_eq!(
+        said,
+        vec![Said::Settle {
+            op,
+            outcome: OpOutcome::CancelledBeforeStart {
+                extension: "m".into()
+            }
+        }]
+    );
+}

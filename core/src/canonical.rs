@@ -108,6 +108,8 @@ crate::impl_handles!(match OpOutcome {
     | OpOutcome::DependencyMissing { .. }
     | OpOutcome::NotActive { .. }
     | OpOutcome::NotFound { .. }
+    | OpOutcome::Redefined { .. }
+    | OpOutcome::RedefineRefused { .. }
     | OpOutcome::Emitted { .. } => [],
 });
 
@@ -328,6 +330,7 @@ impl_ids!(LiveHook { extension });
 impl_ids!(HookDiagnostic { extension_id });
 impl_ids!(match OpKind {
     OpKind::Activate(id) | OpKind::Reload(id) => [id],
+    OpKind::Redefine(meta) => [meta.id, meta.dependencies],
     OpKind::Emit | OpKind::Dispose => [],
 });
 impl_ids!(match Owner {

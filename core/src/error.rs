@@ -128,6 +128,10 @@ pub mod codes {
         EXTENSION_DEPENDENCY_MISSING,
         /// The dependencies form a cycle.
         EXTENSION_DEPENDENCY_CYCLE,
+        /// A new definition of an active extension changes what its live
+        /// generation rests on (its dependencies, or whether its tools are
+        /// namespaced); nothing changed.
+        EXTENSION_REDEFINITION_REFUSED,
         /// No live tool has the name called (an addition to docs/spec.md section 7).
         TOOL_NOT_FOUND,
         /// A tool ran and failed or panicked (an addition to docs/spec.md section 7).

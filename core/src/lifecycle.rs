@@ -228,6 +228,16 @@ impl<S> Extension<S> {
     pub fn meta(&self) -> &DefinitionMeta {
         &self.meta
     }
+    /// The same extension in the same state, under a new definition of
+    /// its id (redefinition of an extension that is not active, H-12): no
+    /// transition of H-1.
+    pub fn redefined(self, meta: DefinitionMeta) -> Self {
+        debug_assert_eq!(meta.id, self.meta.id);
+        Extension {
+            meta: Arc::new(meta),
+            ..self
+        }
+    }
     /// The extension id.
     pub fn id(&self) -> &str {
         &self.meta.id
@@ -333,8 +343,23 @@ impl Extension<Active> {
     /// A fresh attempt beside this active generation (reload, H-12): the
     /// active extension stays as it is until the attempt commits.
     pub fn reload_attempt(&self, context: ContextId) -> Extension<Activating> {
+        self.attempt_of(self.meta.clone(), context)
+    }
+
+    /// A fresh attempt beside this active generation, of a new definition
+    /// of the same extension (redefinition, H-12): the attempt's checks
+    /// are the new definition's, and its commit makes it the definition.
+    pub fn redefine_attempt(
+        &self,
+        meta: DefinitionMeta,
+        context: ContextId,
+    ) -> Extension<Activating> {
+        self.attempt_of(Arc::new(meta), context)
+    }
+
+    fn attempt_of(&self, meta: Arc<DefinitionMeta>, context: ContextId) -> Extension<Activating> {
         Extension {
-            meta: self.meta.clone(),
+            meta,
             attempts: self.attempts + 1,
             state: Activating {
                 context,

@@ -72,6 +72,22 @@ pub enum OpKind {
     /// Replace an active extension's contribution by a fresh instance's,
     /// in one commit, then clean the old one up (H-12).
     Reload(String),
+    /// Replace a known extension's definition by a new one of the same id
+    /// (H-12, redefinition): at once when it is not active, else as a
+    /// reload whose fresh generation is built from, and checked against,
+    /// the new definition.
+    Redefine(Box<crate::lifecycle::DefinitionMeta>),
+}
+
+impl OpKind {
+    /// The extension the operation names, if it names one.
+    pub fn extension(&self) -> Option<&str> {
+        match self {
+            OpKind::Activate(id) | OpKind::Reload(id) => Some(id),
+            OpKind::Redefine(meta) => Some(&meta.id),
+            OpKind::Emit | OpKind::Dispose => None,
+        }
+    }
 }
 
 /// A live hook, in delivery order.
@@ -205,6 +221,25 @@ pub enum DiscoveryError {
     HostDisposed,
 }
 
+/// Why a redefinition was refused; nothing changed (H-12).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RedefineError {
+    /// The new definition breaks what discovery checks: its declarations
+    /// (a name invalid, repeated or held by another owner), a dependency
+    /// id, or a dependency cycle with what is known.
+    Invalid(DiscoveryError),
+    /// The extension is active and the new definition changes what its
+    /// live generation's place rests on: `"dependencies"` (shutdown
+    /// disposes dependents before their dependencies in activation order,
+    /// H-13) or `"namespaced"` (the names of its live tools, M-4).
+    ActiveChange {
+        /// The extension.
+        extension: String,
+        /// What changes: `"dependencies"` or `"namespaced"`.
+        what: &'static str,
+    },
+}
+
 /// How a settled operation ended.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum OpOutcome {
@@ -256,6 +291,23 @@ pub enum OpOutcome {
     /// The fresh generation failed and was rolled back; the old one stayed
     /// live, untouched (H-12).
     ReloadFailed(ActivationFailure),
+    /// A redefinition of an extension that is not active: the new
+    /// definition replaced the old at once, with its dormant descriptors
+    /// in one publication, in the same status (H-12); no code ran, and a
+    /// grant a declaration mismatch revoked holds again (INV-14). A redefinition of an active extension settles as
+    /// [`OpOutcome::Reloaded`] or [`OpOutcome::ReloadFailed`].
+    Redefined {
+        /// The extension.
+        extension: String,
+    },
+    /// A redefinition was refused before anything ran; the old definition
+    /// stays.
+    RedefineRefused {
+        /// The extension.
+        extension: String,
+        /// Why.
+        error: RedefineError,
+    },
     /// Reload of an extension that is not active: nothing ran (the next
     /// activation makes a fresh instance anyway).
     NotActive {

@@ -23,6 +23,7 @@ pub fn kind(kind: &OpKind) -> String {
         OpKind::Emit => "emit".into(),
         OpKind::Dispose => "dispose".into(),
         OpKind::Reload(id) => format!("reload({id:?})"),
+        OpKind::Redefine(meta) => format!("redefine({:?})", meta.id),
     }
 }
 
@@ -188,6 +189,12 @@ fn outcome(o: &OpOutcome) -> String {
         }
         OpOutcome::NotActive { extension, status } => {
             format!("{extension} not reloaded: {status}")
+        }
+        OpOutcome::Redefined { extension } => {
+            format!("{extension} redefined, not active: its new declarations are dormant")
+        }
+        OpOutcome::RedefineRefused { extension, error } => {
+            format!("redefinition of {extension} refused: {error:?}")
         }
         OpOutcome::DependencyFailed { extension, failure } => {
             format!(

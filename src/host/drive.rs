@@ -312,7 +312,7 @@ impl Driver {
     async fn call_factory(&mut self, extension: String, context: ContextId) {
         let (placement, factory, mut wake_at) = {
             let shell = self.inner.lock();
-            let (placement, factory) = shell.activation_start(&extension);
+            let (placement, factory) = shell.activation_start(self.op, &extension);
             (placement, factory, shell.ask().poll_timeout())
         };
         self.activation_inline = placement == Placement::Inline;

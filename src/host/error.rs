@@ -9,7 +9,8 @@ use super::code::ExtensionError;
 use crate::error::{CodedError, codes};
 use crate::id::IdError;
 use exthost_core::{
-    ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RegistryError, StepFailure,
+    ActivationFailure, DiscoveryError, FailureCause, HookDiagnostic, RedefineError, RegistryError,
+    StepFailure,
 };
 
 /// Everything a host operation can fail with.
@@ -120,6 +121,15 @@ pub enum HostError {
     Reentrant {
         /// Which operation.
         operation: &'static str,
+    },
+    /// A new definition of an active extension changes what its live
+    /// generation rests on: `what` is `"dependencies"` or `"namespaced"`
+    /// (`EXTENSION_REDEFINITION_REFUSED`); nothing changed.
+    RedefinitionRefused {
+        /// The extension.
+        id: String,
+        /// What the new definition changes.
+        what: &'static str,
     },
     /// The host is disposed or shutting down (`HOST_DISPOSED`).
     Disposed,
@@ -280,6 +290,9 @@ impl HostError {
                 "the batch closes a dependency cycle: {}",
                 cycle.join(" -> ")
             ),
+            HostError::RedefinitionRefused { id, what } => format!(
+                "extension {id:?} is active and its new definition changes its {what}; the old definition stays (dispose the host and discover the new one to apply it)"
+            ),
             HostError::DependencyMissing {
                 id,
                 dependent,
@@ -387,6 +400,7 @@ impl HostError {
             }
             HostError::InvalidDependency { .. } => codes::EXTENSION_ID_INVALID,
             HostError::DependencyCycle { .. } => codes::EXTENSION_DEPENDENCY_CYCLE,
+            HostError::RedefinitionRefused { .. } => codes::EXTENSION_REDEFINITION_REFUSED,
             HostError::DependencyMissing { .. } => codes::EXTENSION_DEPENDENCY_MISSING,
             HostError::DependencyFailed { .. } => codes::EXTENSION_DEPENDENCY_FAILED,
             HostError::CancelledBeforeStart { .. } => codes::EXTENSION_ACTIVATION_CANCELLED,
@@ -460,6 +474,18 @@ impl From<DiscoveryError> for HostError {
             },
             DiscoveryError::DependencyCycle { cycle } => HostError::DependencyCycle { cycle },
             DiscoveryError::HostDisposed => HostError::Disposed,
+        }
+    }
+}
+
+impl From<RedefineError> for HostError {
+    fn from(e: RedefineError) -> Self {
+        match e {
+            RedefineError::Invalid(e) => e.into(),
+            RedefineError::ActiveChange { extension, what } => HostError::RedefinitionRefused {
+                id: extension,
+                what,
+            },
         }
     }
 }

@@ -76,7 +76,7 @@ pub use options::{
 };
 pub use output::{ContentBlock, ToolOutput};
 pub use provider::{ModelSpec, ProviderInfo, ProviderSnapshot, ProviderSpec, SelectedProvider};
-pub use reports::{Activation, EmitReport, ExtensionInfo, Reload, ToolChanges};
+pub use reports::{Activation, EmitReport, ExtensionInfo, Redefinition, Reload, ToolChanges};
 pub use snapshot::{ToolInfo, ToolSnapshot};
 pub use trace::{CodeRun, CoreCall, PublicCall, Query, Recorder, TraceEvent};
 
@@ -287,6 +287,67 @@ impl ExtensionHost {
                 operation: "reload",
             }),
         }
+    }
+
+    /// Replaces a discovered extension's definition by `definition`, of
+    /// the same id (a re-locked manifest, a new build of its code), as one
+    /// operation through the same queue as every other (H-12). The new
+    /// definition is first checked as discovery checks one (its declared
+    /// tools valid and free, its dependency ids, no cycle); a refusal
+    /// changes nothing.
+    ///
+    /// - **Not active** (discovered, dormant, failed): the new definition
+    ///   replaces the old at once, its declared tools become the dormant
+    ///   ones in one publication, its status stays (a grant a declaration
+    ///   mismatch revoked holds again, so a call of a dormant tool starts
+    ///   it), and no code runs ([`Redefinition::Replaced`]).
+    /// - **Active**: a reload whose fresh generation is built by the new
+    ///   factory and checked against the new declarations (M-5). One
+    ///   commit swaps in the fresh generation and the new definition
+    ///   together, then the old generation is retired as a reload retires
+    ///   it ([`Redefinition::Reloaded`]). If the fresh generation fails,
+    ///   it is rolled back and both the old generation and the old
+    ///   definition stay ([`HostError::Reload`]). An active extension's
+    ///   new definition may not change its dependencies or whether its
+    ///   tools are namespaced (`EXTENSION_REDEFINITION_REFUSED`).
+    ///
+    /// An unknown id is `EXTENSION_NOT_FOUND`; after `dispose` was
+    /// requested, `HOST_DISPOSED`, and a redefinition still queued is
+    /// cancelled.
+    pub async fn redefine(
+        &self,
+        definition: ExtensionDefinition,
+    ) -> Result<Redefinition, HostError> {
+        let id = definition.id.clone();
+        let span = tracing::info_span!("exthost.redefine", extension = %id);
+        async {
+            let kind = OpKind::Redefine(Box::new(definition.meta()));
+            self.refuse_reentrant("redefine")?;
+            let run = submit::run_defining(&self.inner, kind, Some(definition), None, "redefine");
+            let outcome = caused_by(self.cause(|| PublicCall::Redefine(id.clone())), run).await?;
+            let result = match outcome {
+                OpOutcome::Redefined { .. } => Ok(Redefinition::Replaced),
+                OpOutcome::Reloaded {
+                    cleanup_failures, ..
+                } => Ok(Redefinition::Reloaded { cleanup_failures }),
+                OpOutcome::ReloadFailed(failure) => Err(HostError::Reload(failure)),
+                OpOutcome::RedefineRefused { error, .. } => Err(error.into()),
+                OpOutcome::NotFound { extension } => Err(HostError::NotFound { id: extension }),
+                OpOutcome::CancelledBeforeStart { extension } => {
+                    Err(HostError::CancelledBeforeStart { id: extension })
+                }
+                _ => Err(HostError::TaskLost {
+                    operation: "redefine",
+                }),
+            };
+            match &result {
+                Ok(done) => tracing::info!(?done, "redefinition settled"),
+                Err(e) => tracing::warn!(outcome = e.code(), error = %e, "redefinition failed"),
+            }
+            result
+        }
+        .instrument(span)
+        .await
     }
 
     async fn activate_inner(&self, id: &str) -> Result<Activation, HostError> {

@@ -36,6 +36,25 @@ pub enum Reload {
     },
 }
 
+/// What a successful
+/// [`ExtensionHost::redefine`](super::ExtensionHost::redefine) did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub enum Redefinition {
+    /// The extension was not active (discovered, dormant, or failed): the
+    /// new definition replaced the old at once, its declared tools are the
+    /// dormant ones now, and its status is as it was. No code ran.
+    Replaced,
+    /// The extension was active: a fresh generation of the new definition
+    /// replaced the live one in one commit (a reload, H-12), and the new
+    /// definition is the extension's; these of the old generation's
+    /// cleanup steps failed.
+    Reloaded {
+        /// The old generation's failed cleanup steps, in attempt order.
+        cleanup_failures: Vec<StepFailure>,
+    },
+}
+
 /// What one `emit` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EmitReport {

@@ -97,6 +97,10 @@ pub(crate) enum CleanupCode {
 pub(crate) struct Shell {
     core: CoreLink,
     factories: HashMap<String, Factory>,
+    /// The new definitions of the redefinitions not yet settled, by
+    /// operation: the code the fresh generation is built from, and what
+    /// replaces the factory and the declared descriptors if it commits.
+    redefinitions: HashMap<OpId, ExtensionDefinition>,
     instances: HashMap<ContextId, Arc<dyn Extension>>,
     tokens: HashMap<ContextId, CancellationToken>,
     tools: RedBlackTreeMapSync<ToolRef, Arc<ToolHandler>>,
@@ -143,6 +147,7 @@ impl Shell {
         Shell {
             core,
             factories: HashMap::new(),
+            redefinitions: HashMap::new(),
             instances: HashMap::new(),
             tokens: HashMap::new(),
             tools,
@@ -178,13 +183,36 @@ impl Shell {
         reply?;
         tracing::info!(extensions = definitions.len(), "discovered");
         for def in definitions {
-            for d in def.declared_tools.iter().flatten() {
-                let name = exthost_core::namespaced_tool_name(&def.id, &d.name);
-                self.declared.insert_mut(name, Arc::new(d.clone()));
-            }
-            self.factories.insert(def.id, def.factory);
+            self.keep_definition(def);
         }
         Ok(())
+    }
+
+    /// Keeps what the core does not know of a definition: its factory and
+    /// its declared descriptors (M-4), replacing any of the same id.
+    fn keep_definition(&mut self, def: ExtensionDefinition) {
+        let prefix = format!("{}:", def.id);
+        let old: Vec<String> = self
+            .declared
+            .keys()
+            .filter(|name| name.starts_with(&prefix))
+            .cloned()
+            .collect();
+        for name in old {
+            self.declared.remove_mut(&name);
+        }
+        for d in def.declared_tools.iter().flatten() {
+            let name = exthost_core::namespaced_tool_name(&def.id, &d.name);
+            self.declared.insert_mut(name, Arc::new(d.clone()));
+        }
+        if let Some(old) = self.factories.insert(def.id, def.factory) {
+            self.bury(old);
+        }
+    }
+
+    /// Keeps the new definition of the redefinition `op` until it settles.
+    pub fn stage_definition(&mut self, op: OpId, definition: ExtensionDefinition) {
+        self.redefinitions.insert(op, definition);
     }
 
     /// The core, to ask a question (each recorded with its answer); its
@@ -238,6 +266,8 @@ impl Shell {
         }
         let _ = self.core.withdraw(op);
         self.withdrawn.insert(op);
+        let definition = self.redefinitions.remove(&op);
+        self.bury(definition);
         let settler = self.settlers.remove(&op);
         self.bury(settler);
         true
@@ -286,11 +316,13 @@ impl Shell {
 
     /// Where the factory and `activate` of `extension` run (the core's
     /// answer), and its factory.
-    pub fn activation_start(&self, extension: &str) -> (Placement, Option<Factory>) {
-        (
-            self.core.activation_placement(extension),
-            self.factories.get(extension).cloned(),
-        )
+    /// The factory of a redefinition `op` is its new definition's.
+    pub fn activation_start(&self, op: OpId, extension: &str) -> (Placement, Option<Factory>) {
+        let factory = match self.redefinitions.get(&op) {
+            Some(definition) => Some(definition.factory.clone()),
+            None => self.factories.get(extension).cloned(),
+        };
+        (self.core.activation_placement(extension), factory)
     }
 
     /// Keeps the instance the factory made for `context`.
@@ -491,6 +523,16 @@ impl Shell {
 
     /// Hands an operation's outcome to its caller.
     fn settle(&mut self, op: OpId, outcome: OpOutcome) {
+        if let Some(definition) = self.redefinitions.remove(&op) {
+            // The new definition is the extension's once it replaced the
+            // old (not active) or its generation committed (active).
+            match outcome {
+                OpOutcome::Redefined { .. } | OpOutcome::Reloaded { .. } => {
+                    self.keep_definition(definition)
+                }
+                _ => self.bury(definition),
+            }
+        }
         if let OpOutcome::Disposed { failures } = &outcome {
             let result = if failures.is_empty() {
                 Ok(())

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::code::Event;
 use super::drive::Driver;
 use super::error::HostError;
+use super::extension::ExtensionDefinition;
 use super::inner::Inner;
 use crate::queue::{Ticket, Turn};
 use exthost_core::{OpId, OpKind, OpOutcome, Requested};
@@ -57,6 +58,19 @@ pub(crate) async fn run(
     event: Option<Arc<Event>>,
     operation: &'static str,
 ) -> Result<OpOutcome, HostError> {
+    run_defining(inner, kind, None, event, operation).await
+}
+
+/// [`run`], for a redefinition: `definition` is the new definition whose
+/// metadata `kind` carries; the shell keeps its code for the operation
+/// until it settles.
+pub(crate) async fn run_defining(
+    inner: &Arc<Inner>,
+    kind: OpKind,
+    definition: Option<ExtensionDefinition>,
+    event: Option<Arc<Event>>,
+    operation: &'static str,
+) -> Result<OpOutcome, HostError> {
     let lost = || HostError::TaskLost { operation };
     let (op, ticket, outcome) = {
         let mut shell = inner.lock();
@@ -65,6 +79,9 @@ pub(crate) async fn run(
             Requested::Rejected(_) => return Err(HostError::Disposed),
             Requested::JoinDispose(_) => return Err(lost()),
         };
+        if let Some(definition) = definition {
+            shell.stage_definition(op, definition);
+        }
         let Ok(ticket) = inner.enqueue() else {
             // The queue closes only together with the core: this is
             // unreachable unless the shell has a bug; take the request

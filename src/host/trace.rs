@@ -37,6 +37,8 @@ pub enum PublicCall {
     Dispose,
     /// `reload(id)`.
     Reload(String),
+    /// `redefine(definition)`, by the definition's id.
+    Redefine(String),
     /// `discover(...)` or `discover_manifest_dir(...)`.
     Discover,
     /// `select_provider(provider, model)`: it may start the extension

@@ -291,6 +291,7 @@ impl Replay {
             (OpKind::Emit, Some(PublicCall::Emit(_))) => true,
             (OpKind::Dispose, Some(PublicCall::Dispose)) => true,
             (OpKind::Reload(id), Some(PublicCall::Reload(asked))) => id == asked,
+            (OpKind::Redefine(meta), Some(PublicCall::Redefine(asked))) => meta.id == *asked,
             _ => false,
         };
         if !ok {

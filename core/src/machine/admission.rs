@@ -74,7 +74,10 @@ impl HostCore {
                 if kind == OpKind::Dispose {
                     self.phase = Phase::Closing(op);
                     for q in self.queue.iter_mut() {
-                        if matches!(q.kind, OpKind::Activate(_) | OpKind::Reload(_)) {
+                        if matches!(
+                            q.kind,
+                            OpKind::Activate(_) | OpKind::Reload(_) | OpKind::Redefine(_)
+                        ) {
                             q.cancelled = true;
                         }
                     }
@@ -143,6 +146,7 @@ impl HostCore {
             OpKind::Emit => self.begin_emit(op),
             OpKind::Dispose => self.begin_dispose(op),
             OpKind::Reload(id) => self.begin_reload(op, id, queued.cancelled),
+            OpKind::Redefine(meta) => self.begin_redefine(op, *meta, queued.cancelled),
         }
         Ok(())
     }

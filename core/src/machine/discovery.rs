@@ -14,7 +14,7 @@ use crate::lifecycle::{DefinitionMeta, Extension, ExtensionSlot};
 use crate::outcome::DiscoveryError;
 use crate::registry::{Binding, Owner, RegistryError, ToolRegistry, ToolSpec};
 
-use super::state::{HostCore, Phase};
+use super::state::{HostCore, Phase, without_dormant_descriptors};
 
 impl HostCore {
     /// Discovers a batch of definitions (not queued; H-2): every entry is
@@ -106,6 +106,46 @@ fn dormant_specs(meta: &DefinitionMeta) -> impl Iterator<Item = ToolSpec> + '_ {
     declared.iter().map(|spec| meta.runtime_spec(spec))
 }
 
+impl HostCore {
+    /// A new definition of a known extension, checked as discovery checks
+    /// one (H-2, H-13) and against the live registry less what the
+    /// extension itself holds; changes nothing.
+    pub(super) fn check_redefinition(&self, meta: &DefinitionMeta) -> Result<(), DiscoveryError> {
+        validate_id_segment(&meta.id).map_err(|reason| DiscoveryError::InvalidId {
+            id: meta.id.clone(),
+            reason,
+        })?;
+        validate_declarations(meta, &self.registry)?;
+        let batch = std::slice::from_ref(meta);
+        self.check_dependencies(batch)
+    }
+
+    /// Replaces the definition of a known extension that is `discovered` or
+    /// `failed` by `meta`, in the same status: its dormant descriptors are
+    /// the new definition's (checked by [`Self::check_redefinition`]).
+    /// True when the registry changed.
+    pub(super) fn replace_discovered(&mut self, meta: DefinitionMeta) -> bool {
+        let slot = self.slot_of(&meta.id);
+        let old = self.exts[slot].meta().clone();
+        let mut registry = self.registry.clone();
+        without_dormant_descriptors(&old, &mut registry);
+        for spec in dormant_specs(&meta) {
+            let _ = registry.insert(&spec, Owner::extension(&meta.id), Binding::Dormant);
+        }
+        let changed = registry != self.registry;
+        self.registry = registry;
+        // The status stays (INV-7: a redefinition is no transition of H-1).
+        let placeholder = ExtensionSlot::Discovered(Extension::discovered(meta.clone()));
+        self.exts[slot] = match std::mem::replace(&mut self.exts[slot], placeholder) {
+            ExtensionSlot::Discovered(e) => ExtensionSlot::Discovered(e.redefined(meta)),
+            ExtensionSlot::Failed(e) => ExtensionSlot::Failed(e.redefined(meta)),
+            // The caller checked the status.
+            other => other,
+        };
+        changed
+    }
+}
+
 fn validate_meta(
     meta: &DefinitionMeta,
     batch: &BTreeSet<String>,
@@ -121,6 +161,13 @@ fn validate_meta(
             id: meta.id.clone(),
         });
     }
+    validate_declarations(meta, live)
+}
+
+/// The dormant descriptors of `meta` are valid, distinct, and free in the
+/// live registry but for what `meta`'s own extension holds.
+fn validate_declarations(meta: &DefinitionMeta, live: &ToolRegistry) -> Result<(), DiscoveryError> {
+    let own = Owner::extension(&meta.id);
     let invalid = |reason| DiscoveryError::InvalidDeclaration {
         id: meta.id.clone(),
         reason,
@@ -132,7 +179,7 @@ fn validate_meta(
             .map_err(invalid)?;
         // The descriptor must also be free in the live registry (a base
         // tool may hold `<extension>:<tool>`), or it would be lost.
-        if let Some(held) = live.get(&runtime.name) {
+        if let Some(held) = live.get(&runtime.name).filter(|e| e.owner != own) {
             return Err(invalid(RegistryError::Duplicate {
                 name: runtime.name,
                 holder: held.owner.clone(),

@@ -15,7 +15,9 @@
 //! - `admission.rs`: building a host, requests, withdrawals, `Begin`, and
 //!   the queries.
 //! - `activation.rs`, `emit.rs`, `dispose.rs`, `discovery.rs`,
-//!   `reload.rs`: one operation each. `dispose.rs` and `reload.rs` share
+//!   `reload.rs`, `redefine.rs`: one operation each (`redefine.rs` checks
+//!   a new definition through `discovery.rs`, and an active extension's
+//!   redefinition then runs as a reload). `dispose.rs` and `reload.rs` share
 //!   the cleanup steps through `state.rs`; `activation.rs` still calls
 //!   `reload.rs` for a reload's candidate and commit (a reload is an
 //!   activation with another purpose).
@@ -50,6 +52,7 @@ mod emit;
 mod policy;
 mod probes;
 mod providers;
+mod redefine;
 mod reload;
 mod state;
 mod symmetry;

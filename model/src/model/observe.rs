@@ -72,8 +72,7 @@ impl HostModel {
                             calls: Vec::new(),
                         }),
                         OpKind::Dispose => env.dispose_begun = true,
-                        // The environment requests no reload yet.
-                        OpKind::Activate(_) | OpKind::Reload(_) => {}
+                        OpKind::Activate(_) | OpKind::Reload(_) | OpKind::Redefine(_) => {}
                     }
                 }
             }
