@@ -1,10 +1,12 @@
 //! The folder changes while `serve` runs: a locked manifest added is
 //! listed (the client gets `notifications/tools/list_changed`, and the
-//! prompts and resources ones when `serve` declares them) and callable; a change of `expose` applies at once; a re-lock keeps the
-//! last good definition and says a restart applies it; a manifest that
-//! turns invalid keeps the last good one and the log gives its reason; a
-//! removed one is no longer listed or callable, its backend stops, and put
-//! back it is served again. With `--expose catalog` the same changes are
+//! prompts and resources ones when `serve` declares them) and callable; a
+//! change of `expose` applies at once; a re-lock of a running backend
+//! replaces it by one started from the new manifest, and one whose fresh
+//! backend cannot start keeps the last good one; a manifest that turns
+//! invalid keeps the last good one and the log gives its reason; a removed
+//! one is no longer listed or callable, its backend stops, put back it is
+//! served again, and put back re-locked it is served as re-locked. With `--expose catalog` the same changes are
 //! announced, and searching finds what is served now. Real `serve`
 //! processes over stdio in front of
 //! real Python MCP servers; every wait polls under a bounded deadline.
@@ -102,8 +104,9 @@ fn a_folder_changed_while_serving() {
     });
     assert!(serve.take_notifications(LIST_CHANGED, BOUND) > 0);
 
-    // Re-locked with a new tool: the last good definition stays live, and
-    // the log says a restart applies the change.
+    // Re-locked with a new tool while its backend runs: the host
+    // redefines it (H-12), a fresh backend from the new manifest replaces
+    // the running one, and the new tool is listed and callable.
     let mut more = tools();
     more.push(json!({"name": "extra", "description": "New.", "inputSchema": {"type": "object"}}));
     set_tools(&alpha, &more);
@@ -115,11 +118,34 @@ fn a_folder_changed_while_serving() {
     );
     wait_for_log(
         &log,
-        "the manifest of extension \"alpha\" changed its runtime or declarations",
+        "the manifest of extension \"alpha\" changed (a re-lock): applied; its backend runs from the new manifest",
         1,
     );
-    assert!(!names(&mut serve).contains(&"alpha_extra".to_owned()));
+    wait_for_tools(&mut serve, "alpha re-locked", |n| {
+        n.contains(&"alpha_extra".to_owned())
+    });
+    assert!(serve.take_notifications(LIST_CHANGED, BOUND) > 0);
+    assert_eq!(
+        called(&serve.call("alpha_extra", json!({}))),
+        "called extra"
+    );
     assert_eq!(called(&serve.call("alpha_read", json!({}))), "called read");
+
+    // A change whose fresh backend cannot start (its command does not
+    // exist): the last good definition stays live, and the log says why.
+    let mut broken = read(&alpha);
+    broken["runtime"]["command"] = json!("/nonexistent/exthost-watch-test-server");
+    std::fs::write(&alpha, serde_json::to_string_pretty(&broken).unwrap()).unwrap();
+    let text = wait_for_log(
+        &log,
+        "the manifest of extension \"alpha\" changed (a re-lock) but cannot be applied, so the last good one stays",
+        1,
+    );
+    assert!(text.contains("EXTENSION_ACTIVATION_FAILED"), "{text}");
+    assert_eq!(
+        called(&serve.call("alpha_extra", json!({}))),
+        "called extra"
+    );
 
     // Removed: no longer listed or callable, its backend stops.
     std::fs::rename(dir.path().join("beta"), staging.path().join("beta")).unwrap();
@@ -138,6 +164,21 @@ fn a_folder_changed_while_serving() {
         n.contains(&"beta_read".to_owned())
     });
     assert_eq!(called(&serve.call("beta_read", json!({}))), "called read");
+
+    // Removed again, re-locked outside the folder with a new tool, and put
+    // back: served as re-locked.
+    std::fs::rename(dir.path().join("beta"), staging.path().join("beta")).unwrap();
+    wait_for_tools(&mut serve, "beta removed again", |n| {
+        !n.iter().any(|name| name.starts_with("beta_"))
+    });
+    let beta = staging.path().join("beta").join("extension.json");
+    set_tools(&beta, &more);
+    lock(staging.path(), "beta");
+    std::fs::rename(staging.path().join("beta"), dir.path().join("beta")).unwrap();
+    wait_for_tools(&mut serve, "beta back re-locked", |n| {
+        n.contains(&"beta_extra".to_owned())
+    });
+    assert_eq!(called(&serve.call("beta_extra", json!({}))), "called extra");
 }
 
 /// Polls `search_tools` (every tool) until `done` holds for the names it

@@ -12,15 +12,19 @@
 //! - **changed** only in what `serve` itself holds (`expose`,
 //!   `runtime.idleTimeoutMs`): applied at once.
 //! - **changed** in what the host holds (the runtime, the declarations: a
-//!   re-lock): the last good definition stays live and the log says a
-//!   restart applies it. The host core has no operation that replaces a
-//!   discovered extension's definition; its `reload` (H-12) renews an
-//!   extension's instance from the same definition.
+//!   re-lock): the host redefines the extension (H-12) in one operation.
+//!   Not running, its new declared tools are served at once and nothing
+//!   starts; running, a fresh backend is started from the new manifest and
+//!   checked against it (M-5), and only if it passes does it replace the
+//!   running one, which then stops. If the new manifest cannot be applied
+//!   (its fresh backend fails, its tools drift from its declarations, an
+//!   active extension's dependencies change), the last good one stays live
+//!   and the log gives the code and reason. An in-process extension's code
+//!   is only loaded at start, so its change needs a restart.
 //! - **removed**: nothing of it is listed or callable any more, and its
 //!   backend stops through the idle stop (`idle.rs`) once no call of it is
-//!   in flight; the same manifest put back shows it again. The host keeps
-//!   its id (it cannot forget a discovered extension), so a different
-//!   manifest of that id needs a restart.
+//!   in flight. The host keeps its id hidden: the same manifest put back
+//!   shows it again, and a changed one is applied as a re-lock.
 //! - **invalid**: the last good manifest stays live, and the log gives the
 //!   reason code and message.
 //!
@@ -37,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use exthost::host::Redefinition;
 use exthost::manifest::{MANIFEST_FILE_NAME, Manifest, load_manifest_file};
 use notify::{EventKind, RecursiveMode, Watcher};
 use rmcp::{Peer, RoleServer, ServerHandler};
@@ -146,7 +151,7 @@ impl Folder {
     }
 
     /// Applies every manifest that changed since the last look.
-    fn look(&mut self, gateway: &Gateway) {
+    async fn look(&mut self, gateway: &Gateway) {
         let now = manifest_files(&self.dir);
         let gone: Vec<PathBuf> = self
             .files
@@ -184,7 +189,7 @@ impl Folder {
                 )),
                 Ok((manifest, _)) => {
                     let live = seen.live.take();
-                    seen.live = apply(gateway, &file, live, manifest);
+                    seen.live = apply(gateway, &file, live, manifest).await;
                 }
             }
         }
@@ -193,7 +198,7 @@ impl Folder {
 
 /// Applies a valid manifest read from `file`, where `live` was in force;
 /// returns the manifest in force afterwards.
-fn apply(
+async fn apply(
     gateway: &Gateway,
     file: &Path,
     live: Option<Manifest>,
@@ -218,10 +223,10 @@ fn apply(
             return Some(live);
         }
         if !same_for_host(&live, &manifest) {
-            log(format!(
-                "the manifest of extension {id:?} changed its runtime or declarations (a re-lock); the last good one stays live, and a restart of serve applies the change"
-            ));
-            return Some(live);
+            return match redefine(gateway, file, manifest).await {
+                Some(manifest) => Some(manifest),
+                None => Some(live),
+            };
         }
         gateway.shape.present(manifest.clone(), None);
         log(format!(
@@ -237,12 +242,14 @@ fn apply(
             ));
             Some(manifest)
         }
-        Some((_, true)) => {
+        Some((known, true)) if same_for_host(&known, &manifest) => {
+            gateway.shape.present(manifest.clone(), None);
             log(format!(
-                "extension {id:?} was removed while serving and comes back changed; a restart of serve applies it"
+                "extension {id:?} is back, changed only in expose or idleTimeoutMs: applied"
             ));
-            None
+            Some(manifest)
         }
+        Some((_, true)) => redefine(gateway, file, manifest).await,
         Some((_, false)) => {
             log(format!(
                 "{} declares extension {id:?}, which another folder already serves; ignored",
@@ -251,6 +258,51 @@ fn apply(
             None
         }
         None => add(gateway, file, manifest),
+    }
+}
+
+/// A manifest changed in what the host holds (a re-lock, the command, the
+/// declarations): the host redefines the extension (H-12), as one
+/// operation. Returns the manifest in force afterwards if it was applied;
+/// `None` if the host kept the last good definition (the log says why).
+async fn redefine(gateway: &Gateway, file: &Path, manifest: Manifest) -> Option<Manifest> {
+    let id = manifest.id().to_owned();
+    let folder = file.parent().unwrap_or(file);
+    let Some((definition, monitor)) = exthost::process::definition(&manifest, folder) else {
+        gateway.log.line(&format!(
+            "the manifest of extension {id:?} changed, but an in-process extension's code is only loaded at start; the last good one stays, and a restart of serve applies it"
+        ));
+        return None;
+    };
+    match gateway.host.redefine(definition).await {
+        Ok(done) => {
+            gateway.shape.present(manifest.clone(), Some(monitor));
+            let how = match done {
+                Redefinition::Reloaded { cleanup_failures } if !cleanup_failures.is_empty() => {
+                    format!(
+                        "its backend runs from the new manifest, checked against it; {} cleanup step(s) of the old one failed",
+                        cleanup_failures.len()
+                    )
+                }
+                Redefinition::Reloaded { .. } => {
+                    "its backend runs from the new manifest, checked against it".to_owned()
+                }
+                _ => {
+                    "its declared tools are served now, and nothing starts before a call".to_owned()
+                }
+            };
+            gateway.log.line(&format!(
+                "the manifest of extension {id:?} changed (a re-lock): applied; {how}"
+            ));
+            Some(manifest)
+        }
+        Err(e) => {
+            gateway.log.line(&format!(
+                "the manifest of extension {id:?} changed (a re-lock) but cannot be applied, so the last good one stays: {}",
+                crate::call::describe(&e)
+            ));
+            None
+        }
     }
 }
 
@@ -349,7 +401,7 @@ pub(crate) async fn watch(gateway: Gateway, dir: PathBuf) {
         // New folders are watched before they are read, so a manifest
         // written into one after this look is seen by the next.
         folder.watch_folders(&mut watcher, &gateway);
-        folder.look(&gateway);
+        folder.look(&gateway).await;
     }
 }
 
