@@ -272,3 +272,52 @@ async fn subscriptions_are_renewed_on_the_restarted_child() {
     );
     dispose(&w, &monitor).await;
 }
+
+/// Subscribes to `demo://b` through the monitor, then crashes the child.
+async fn subscribed_then_crashed(w: &World, monitor: &ProcessMonitor) {
+    within(monitor.request(
+        "resources/subscribe",
+        json!({"uri": "demo://b"}),
+        exthost::CancellationToken::new(),
+        None,
+    ))
+    .await
+    .unwrap();
+    crash(w, "fx", monitor.pid().unwrap()).await;
+    assert!(!monitor.running());
+}
+
+/// The resources the current child of `fx` is subscribed to.
+async fn subscribed(w: &World) -> Value {
+    let stats = within(w.host.call_tool("fx:stats", json!({})))
+        .await
+        .expect("the child answers");
+    stats.into_json()["subscribed"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_after_the_child_exited_renews_the_subscriptions() {
+    let (w, _, monitor) = active(true).await;
+    subscribed_then_crashed(&w, &monitor).await;
+    // The reload's fresh generation starts a fresh child (no child serves
+    // to run on): it subscribes again.
+    within(w.host.reload("fx")).await.unwrap();
+    assert!(monitor.running());
+    assert_eq!(subscribed(&w).await, json!(["demo://b"]));
+    dispose(&w, &monitor).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redefinition_whose_monitor_adopted_the_subscriptions_renews_them() {
+    let (w, dir, old) = active(true).await;
+    subscribed_then_crashed(&w, &old).await;
+    let manifest = exthost::manifest::load_manifest_file(&dir.join("extension.json"))
+        .unwrap()
+        .0;
+    let (definition, monitor) = exthost::process::definition(&manifest, &dir).unwrap();
+    monitor.adopt_subscriptions(&old);
+    within(w.host.redefine(definition)).await.unwrap();
+    assert!(monitor.running());
+    assert_eq!(subscribed(&w).await, json!(["demo://b"]));
+    dispose(&w, &monitor).await;
+}

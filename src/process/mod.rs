@@ -293,6 +293,10 @@ impl ProcessExtension {
             cx.host_handle(),
             deadlines.startup,
         );
+        // A fresh child of a generation that starts anew (a reload after
+        // the child exited, or a redefinition whose monitor adopted the
+        // old one's subscriptions) takes the subscriptions still held.
+        restart::resubscribe(&session, &self.monitor.0, deadlines.startup).await;
         self.register_generation(&cx, &live, &started.listed, &context)
     }
 

@@ -247,6 +247,17 @@ impl PartialEq for ProcessMonitor {
 }
 
 impl ProcessMonitor {
+    /// Takes over the resource subscriptions `from` holds (at most
+    /// [`MAX_KEPT_SUBSCRIPTIONS`]), so that this monitor's next child
+    /// subscribes to them again: for a new definition of the same
+    /// extension (`ExtensionHost::redefine`), whose fresh child replaces
+    /// the one the program subscribed through.
+    pub fn adopt_subscriptions(&self, from: &ProcessMonitor) {
+        for uri in from.0.subscriptions() {
+            self.0.keep_subscription(&uri);
+        }
+    }
+
     /// The pid (and process group id) of the latest child, if one started.
     pub fn pid(&self) -> Option<u32> {
         self.0.pid.lock().ok().and_then(|p| *p)

@@ -248,7 +248,7 @@ impl Restarting for Live {
 /// on the one before (`resources/subscribe` through
 /// [`ProcessMonitor::request`](super::ProcessMonitor::request)), within
 /// `deadline` in all; a refusal is logged and the subscription forgotten.
-async fn resubscribe(session: &Session, monitor: &MonitorState, deadline: Duration) {
+pub(super) async fn resubscribe(session: &Session, monitor: &MonitorState, deadline: Duration) {
     let uris = monitor.subscriptions();
     if uris.is_empty() {
         return;

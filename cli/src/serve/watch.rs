@@ -274,6 +274,10 @@ async fn redefine(gateway: &Gateway, file: &Path, manifest: Manifest) -> Option<
         ));
         return None;
     };
+    // The client's subscriptions carry over to the new backend.
+    if let Some(old) = gateway.shape.monitor(&id) {
+        monitor.adopt_subscriptions(&old);
+    }
     match gateway.host.redefine(definition).await {
         Ok(done) => {
             gateway.shape.present(manifest.clone(), Some(monitor));
