@@ -118,4 +118,11 @@ pub enum Mutant {
     LateReadOnTime,
     /// A completion read just before its deadline times out (INV-17).
     EarlyReadTimesOut,
+    /// An active extension's redefinition makes the new definition the
+    /// extension's when it begins, not at its fresh generation's commit,
+    /// so a failed one leaves it (INV-18).
+    RedefineSwapsAtBegin,
+    /// The redefinition of an extension that is not active adds the new
+    /// dormant descriptors but keeps the old ones (INV-1).
+    RedefineKeepsOldDormant,
 }

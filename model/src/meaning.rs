@@ -97,6 +97,10 @@ pub const MEANINGS: &[(&str, &str)] = &[
         "lateness: a completion read at or after its deadline is never on time, and one read before it never times out",
     ),
     (
+        "INV-18",
+        "redefinition: a new definition is the extension's exactly once it applied (at once when not active, at its fresh generation's commit when active); a failed or refused one leaves the old",
+    ),
+    (
         "a dormant call refused for a revoked grant (INV-14)",
         "reached: a dormant call or provider selection refused because a declaration mismatch revoked the grant",
     ),
@@ -119,6 +123,18 @@ pub const MEANINGS: &[(&str, &str)] = &[
     (
         "a failed reload left the old generation live",
         "reached: a reload whose fresh generation failed and was rolled back",
+    ),
+    (
+        "an inactive extension redefined at once",
+        "reached: a redefinition of an extension that was not active applied at once, with no code run (H-12)",
+    ),
+    (
+        "an active extension redefined by its fresh generation",
+        "reached: a redefinition whose fresh generation, checked against the new declarations, committed",
+    ),
+    (
+        "a failed redefinition left the old definition",
+        "reached: a redefinition whose fresh generation failed; the old generation and definition stayed",
     ),
     (
         "a dependent activated after its dependency",

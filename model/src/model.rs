@@ -36,8 +36,7 @@ use stateright::{Expectation, Model, Path, Property};
 use crate::properties;
 use crate::render;
 use crate::scenario::{
-    BASE_TOOL, Bounds, DECLARED_TOOL, DiscoveryStep, EVENT, MODEL_DEADLINE, PROVIDER_ID, Scenario,
-    provider_record,
+    BASE_TOOL, Bounds, DiscoveryStep, EVENT, MODEL_DEADLINE, PROVIDER_ID, Scenario, provider_record,
 };
 use crate::state::{Env, OpStatus, State, Violations};
 use crate::symmetry::Pair;
@@ -199,6 +198,7 @@ impl HostModel {
             env: Env {
                 requests_left: clamp(b.ops),
                 reloads_left: clamp(b.reloads),
+                redefined: false,
                 withdraws_left: clamp(b.withdraws),
                 hangs_left: clamp(b.hangs),
                 calls_left: clamp(b.calls),
@@ -314,9 +314,12 @@ impl HostModel {
     /// returns the core's reply. `None` for [`Action::Hang`], which the
     /// core does not see. What the action set off waits in the core's
     /// outbox: the caller drains it ([`HostCore::drain_outbox`]).
+    /// `redefined`: the manifest extension's second definition is in
+    /// force, so a dormant call calls the tool it declares.
     pub fn perform(
         &self,
         core: &mut HostCore,
+        redefined: bool,
         action: &Action,
     ) -> Option<Result<Reply, ProtocolError>> {
         let reply = match action {
@@ -348,7 +351,7 @@ impl HostModel {
                 Reply::CallEnded(core.call_finished(*call, now))
             }
             Action::DormantCall { ext, provider } => {
-                let (started, revoked) = self.admit_dormant(core, *ext, *provider);
+                let (started, revoked) = self.admit_dormant(core, *ext, *provider, redefined);
                 let started = started.map(|extension| {
                     let reply = core.request(OpKind::Activate(extension.clone()));
                     (extension, reply)
@@ -369,9 +372,10 @@ impl HostModel {
     pub fn perform_and_drain(
         &self,
         core: &mut HostCore,
+        redefined: bool,
         action: &Action,
     ) -> Option<Result<(Reply, Drained), ProtocolError>> {
-        let performed = self.perform(core, action)?;
+        let performed = self.perform(core, redefined, action)?;
         let drained = core.drain_outbox();
         Some(performed.map(|reply| (reply, drained)))
     }
@@ -384,6 +388,7 @@ impl HostModel {
         core: &HostCore,
         ext: Ext,
         provider: bool,
+        redefined: bool,
     ) -> (Option<String>, Option<String>) {
         if provider {
             let model = &provider_record().models[0].id;
@@ -393,10 +398,12 @@ impl HostModel {
                 _ => (None, None),
             }
         } else {
-            let Some(meta) = self.scenario.meta(self.ext_id(ext)) else {
+            let id = self.ext_id(ext);
+            let Some(meta) = self.scenario.meta(id) else {
                 return (None, None);
             };
-            match core.admit_dormant_call(&meta.runtime_tool_name(DECLARED_TOOL)) {
+            let tool = self.scenario.declared_tool(id, redefined);
+            match core.admit_dormant_call(&meta.runtime_tool_name(tool)) {
                 DormantCall::Start { extension } => (Some(extension), None),
                 DormantCall::Revoked { extension } => (None, Some(extension)),
                 DormantCall::NotDormant => (None, None),
@@ -553,7 +560,7 @@ impl HostModel {
             return Some(s);
         }
         let before = &last.core;
-        let performed = self.perform(&mut s.core, action)?;
+        let performed = self.perform(&mut s.core, s.env.redefined, action)?;
         let drained = s.core.drain_outbox();
         // Stored states never carry an outbox: what the action set off was
         // just drained, and the checker compares states with it.
@@ -667,7 +674,7 @@ impl Model for HostModel {
 
     fn format_step(&self, last: &State, action: Action) -> Option<String> {
         let mut core = last.core.clone();
-        let effects = match self.perform_and_drain(&mut core, &action) {
+        let effects = match self.perform_and_drain(&mut core, last.env.redefined, &action) {
             None => "(no input: the environment's choice)".to_owned(),
             Some(Ok((Reply::None, drained))) => render::effects(&drained),
             Some(Ok((reply, drained))) => {

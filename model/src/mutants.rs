@@ -20,7 +20,7 @@ pub struct MutantCase {
 }
 
 /// Every seeded bug the model catches, in the order `Mutant` declares them.
-pub const MUTANTS: [MutantCase; 38] = [
+pub const MUTANTS: [MutantCase; 40] = [
     MutantCase {
         mutant: Mutant::PublishBeforeValidate,
         name: "PublishBeforeValidate",
@@ -286,6 +286,20 @@ pub const MUTANTS: [MutantCase; 38] = [
         breaks: &["INV-17"],
         summary: "a completion read one nanosecond before its deadline times out",
         caught_in: "tools+steps",
+    },
+    MutantCase {
+        mutant: Mutant::RedefineSwapsAtBegin,
+        name: "RedefineSwapsAtBegin",
+        breaks: &["INV-18"],
+        summary: "an active extension's redefinition takes the new definition when it begins, so a failed one keeps it",
+        caught_in: "reload+discovery",
+    },
+    MutantCase {
+        mutant: Mutant::RedefineKeepsOldDormant,
+        name: "RedefineKeepsOldDormant",
+        breaks: &["INV-1"],
+        summary: "an inactive extension's redefinition keeps its old dormant descriptors beside the new",
+        caught_in: "reload+discovery",
     },
 ];
 

@@ -334,6 +334,34 @@ pub fn inv17(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.inv17)
 }
 
+/// INV-18: a redefinition applies whole or not at all. The manifest
+/// extension's definition in the core is its second one exactly when the
+/// environment saw a redefinition of it settle (not active) or its fresh
+/// generation commit (active, H-12); before that, and after one that
+/// failed or was refused, it is its first.
+pub fn inv18(sc: &Scenario, s: &State) -> Result<(), String> {
+    let Some(second) = &sc.redefinition else {
+        return Ok(());
+    };
+    let Some(slot) = s.core.extension(&second.id) else {
+        return Ok(());
+    };
+    let expected = sc
+        .in_force(&second.id, s.env.redefined)
+        .ok_or("unknown extension")?;
+    if slot.meta() == expected {
+        return Ok(());
+    }
+    let which = |redefined: bool| if redefined { "second" } else { "first" };
+    Err(format!(
+        "{} is {} under its {} definition, but the {} is in force",
+        second.id,
+        slot.status(),
+        which(!s.env.redefined),
+        which(s.env.redefined)
+    ))
+}
+
 /// The environment's protocol: no chosen input refused, no unexpected reply.
 pub fn protocol(_: &Scenario, s: &State) -> Result<(), String> {
     flag(&s.env.violations.protocol)
@@ -364,6 +392,7 @@ pub fn check(name: &str) -> Option<Check> {
         "INV-15" => inv15,
         "INV-16" => inv16,
         "INV-17" => inv17,
+        "INV-18" => inv18,
         PROTOCOL => protocol,
         _ => return None,
     })
@@ -462,6 +491,18 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
                 Definition::always("INV-11b", |sc, s| inv11b(sc, s).is_ok()),
                 Definition::always("INV-11c", |sc, s| inv11c(sc, s).is_ok()),
             ],
+        );
+    }
+    // INV-18 where a redefinition can run: a reload and the manifest
+    // extension.
+    if sc.redefinition.is_some() {
+        let at = p
+            .iter()
+            .position(|d| d.name == PROTOCOL)
+            .expect("protocol is listed");
+        p.insert(
+            at,
+            Definition::always("INV-18", |sc, s| inv18(sc, s).is_ok()),
         );
     }
     if sc.has_dependency() {

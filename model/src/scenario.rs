@@ -291,6 +291,11 @@ pub struct Scenario {
     pub script: Vec<DiscoveryStep>,
     /// The core every run starts from (base tools published).
     pub initial: HostCore,
+    /// The manifest extension's second definition, when the bounds have a
+    /// reload and the manifest extension (H-12, redefinition): it declares
+    /// `y`, the tool its first definition does not, so a fresh generation
+    /// that registers `x` now mismatches.
+    pub redefinition: Option<DefinitionMeta>,
 }
 
 fn plain_spec(name: &str) -> ToolSpec {
@@ -388,6 +393,14 @@ impl Scenario {
             hook: Some(MODEL_DEADLINE),
             call: Some(MODEL_DEADLINE),
         });
+        let redefinition = extensions
+            .iter()
+            .find(|e| e.meta.namespaced)
+            .filter(|_| bounds.reloads > 0)
+            .map(|e| DefinitionMeta {
+                declared_tools: Some(vec![plain_spec(UNDECLARED_TOOL)]),
+                ..e.meta.clone()
+            });
         Self {
             bounds,
             base,
@@ -395,7 +408,26 @@ impl Scenario {
             extensions,
             script,
             initial,
+            redefinition,
         }
+    }
+
+    /// The definition of extension `id` in force: its redefinition once
+    /// the environment saw one applied (`redefined`), else its first.
+    pub fn in_force(&self, id: &str, redefined: bool) -> Option<&DefinitionMeta> {
+        match &self.redefinition {
+            Some(second) if redefined && second.id == id => Some(second),
+            _ => self.meta(id),
+        }
+    }
+
+    /// The tool the manifest extension `id` declares in its definition in
+    /// force (its dormant descriptor's plain name).
+    pub fn declared_tool(&self, id: &str, redefined: bool) -> &str {
+        self.in_force(id, redefined)
+            .and_then(|m| m.declared_tools.as_ref())
+            .and_then(|t| t.first())
+            .map_or(DECLARED_TOOL, |t| t.name.as_str())
     }
 
     /// The extension with this id.

@@ -51,6 +51,9 @@ pub struct Activation {
     pub context: ContextId,
     /// A reload's fresh generation (H-12), not an activation.
     pub reload: bool,
+    /// A redefinition's fresh generation: its commit makes the second
+    /// definition the one in force.
+    pub redefine: bool,
     /// The factory returned an instance.
     pub instance: bool,
     /// `RunActivate` was seen and `activate` has not returned.
@@ -88,6 +91,7 @@ impl Activation {
             ext,
             context,
             reload: false,
+            redefine: false,
             instance: false,
             open: false,
             hung: false,
@@ -330,8 +334,12 @@ pub struct Env {
     /// mismatch revoke (M-5) and no activation of theirs commit since
     /// (INV-14), in id order.
     pub revoked: Vec<String>,
-    /// Reload requests left.
+    /// Reload and redefinition requests left (H-12).
     pub reloads_left: u8,
+    /// The environment saw the manifest extension's second definition
+    /// applied (a redefinition settled, or its fresh generation committed):
+    /// it is the definition in force ([`crate::scenario::Scenario::in_force`]).
+    pub redefined: bool,
     /// Withdrawals left.
     pub withdraws_left: u8,
     /// Hangs left.

@@ -64,10 +64,11 @@ fn take_reply(
         .into_iter()
         .find(|a| pick(a))
         .unwrap_or_else(|| panic!("{what} is not offered in\n{s:?}"));
-    let (reply, effects) = match model.perform_and_drain(&mut s.core.clone(), &action) {
-        Some(performed) => performed.expect("the core accepts it"),
-        None => (Reply::None, Drained::default()),
-    };
+    let (reply, effects) =
+        match model.perform_and_drain(&mut s.core.clone(), s.env.redefined, &action) {
+            Some(performed) => performed.expect("the core accepts it"),
+            None => (Reply::None, Drained::default()),
+        };
     let next = model.next_state(s, action).expect("a step");
     (reply, effects, next)
 }

@@ -16,13 +16,13 @@ use exthost_model::{Bounds, HostModel};
 /// Deterministic: a change is a change of the model, the core's canonical
 /// form or the plan; explain it in docs/model-checking.md.
 const SEARCH_UNIQUE_STATES: [(&str, usize); 11] = [
-    ("requests+reload", 82_708),
+    ("requests+reload", 126_668),
     ("requests+discovery", 48_266),
     ("requests+tools", 47_318),
     ("requests+steps", 76_044),
-    ("reload+discovery", 67_266),
-    ("reload+tools", 87_674),
-    ("reload+steps", 196_980),
+    ("reload+discovery", 103_020),
+    ("reload+tools", 111_496),
+    ("reload+steps", 281_463),
     ("discovery+tools", 25_033),
     ("discovery+steps", 83_793),
     ("tools+steps", 64_055),

@@ -273,3 +273,13 @@ fn late_read_on_time_breaks_inv17() {
 fn early_read_times_out_breaks_inv17() {
     assert_caught(Mutant::EarlyReadTimesOut);
 }
+
+#[test]
+fn redefine_swaps_at_begin_breaks_inv18() {
+    assert_caught(Mutant::RedefineSwapsAtBegin);
+}
+
+#[test]
+fn redefine_keeps_old_dormant_breaks_inv1() {
+    assert_caught(Mutant::RedefineKeepsOldDormant);
+}

@@ -128,7 +128,9 @@ impl HostCore {
         let slot = self.slot_of(&meta.id);
         let old = self.exts[slot].meta().clone();
         let mut registry = self.registry.clone();
-        without_dormant_descriptors(&old, &mut registry);
+        if !self.probe_keep_old_dormant() {
+            without_dormant_descriptors(&old, &mut registry);
+        }
         for spec in dormant_specs(&meta) {
             let _ = registry.insert(&spec, Owner::extension(&meta.id), Binding::Dormant);
         }

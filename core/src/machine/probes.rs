@@ -153,6 +153,24 @@ impl HostCore {
         self.publish();
     }
 
+    /// `RedefineSwapsAtBegin`: the active slot takes the new definition
+    /// when the redefinition begins.
+    pub(super) fn probe_swap_definition_early(&mut self, meta: &DefinitionMeta) {
+        if !self.mutant(Mutant::RedefineSwapsAtBegin) {
+            return;
+        }
+        let slot = self.slot_of(&meta.id);
+        if let ExtensionSlot::Active(active) = &self.exts[slot] {
+            self.exts[slot] = ExtensionSlot::Active(active.clone().redefined(meta.clone()));
+        }
+    }
+
+    /// `RedefineKeepsOldDormant`: the old dormant descriptors stay (true:
+    /// skip their removal).
+    pub(super) fn probe_keep_old_dormant(&self) -> bool {
+        self.mutant(Mutant::RedefineKeepsOldDormant)
+    }
+
     /// `ReloadNeverRetiresOld`: the reload settles at its commit, and the
     /// old generation's cleanup never runs (`true`: it settled).
     pub(super) fn probe_never_retire(&mut self, op: OpId, id: &str) -> bool {

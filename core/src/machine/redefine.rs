@@ -17,7 +17,8 @@
 //! Either way the new definition is first checked as discovery checks one
 //! (H-2, H-13), and a refusal changes nothing.
 //!
-//! Architecture invariant: builds on `state.rs` and `discovery.rs` only;
+//! Architecture invariant: builds on `state.rs`, `discovery.rs` and
+//! `probes.rs` only;
 //! an active extension's redefinition then runs as a reload through
 //! `activation.rs` and `reload.rs`, which know nothing of it.
 
@@ -84,6 +85,7 @@ impl HostCore {
     /// An active extension's redefinition: the fresh generation of the
     /// new definition begins with its factory, beside the live one.
     fn begin_active_redefinition(&mut self, op: OpId, meta: DefinitionMeta) {
+        self.probe_swap_definition_early(&meta);
         let context = self.counters.context();
         let id = meta.id.clone();
         let Some(extension) = self

@@ -60,6 +60,7 @@ impl HostModel {
                                     .contains(&extension)
                         }
                         Some(OpKind::Reload(target)) => *target == extension,
+                        Some(OpKind::Redefine(meta)) => meta.id == extension,
                         _ => false,
                     };
                     if !own {
@@ -74,7 +75,8 @@ impl HostModel {
                     }
                     // INV-13a: every dependency is active when its
                     // dependent's factory runs.
-                    let reload = matches!(kind, Some(OpKind::Reload(_)));
+                    let redefine = matches!(kind, Some(OpKind::Redefine(_)));
+                    let reload = redefine || matches!(kind, Some(OpKind::Reload(_)));
                     self.check_dependencies_active(env, core, &extension, "its factory ran");
                     after_shutdown(env, format!("call the factory of {extension}"));
                     if extension == MANIFEST_ID {
@@ -82,6 +84,7 @@ impl HostModel {
                     }
                     let mut a = Activation::new(op, extension, context);
                     a.reload = reload;
+                    a.redefine = redefine;
                     env.running.push(a);
                 }
                 Effect::RunActivate { context, extension } => {
@@ -321,6 +324,23 @@ fn settle(env: &mut Env, op: OpId, outcome: OpOutcome) {
             env.disposed = true;
             active_at_start = env.active.clone();
         }
+        // H-12: a redefinition of an extension that is not active applies
+        // at once, and the grant a declaration mismatch revoked holds
+        // again (INV-14).
+        OpOutcome::Redefined { extension } => {
+            if !matches!(pending.kind, OpKind::Redefine(_))
+                || env.active.iter().any(|a| a.ext == *extension)
+            {
+                Violations::record(
+                    &mut env.violations.protocol,
+                    format!(
+                        "{op} redefined {extension}, though it is no redefinition of an inactive extension"
+                    ),
+                );
+            }
+            env.redefined = true;
+            env.revoked.retain(|id| id != extension);
+        }
         _ => {}
     }
     let retired = match &outcome {
@@ -377,6 +397,9 @@ impl HostModel {
                 env.revoked.retain(|id| *id != a.ext);
                 env.active.push(Arc::new(a.committed()));
                 continue;
+            }
+            if a.redefine {
+                env.redefined = true;
             }
             match env.active.iter().position(|c| c.ext == a.ext) {
                 Some(j) => {

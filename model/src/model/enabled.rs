@@ -79,6 +79,14 @@ impl HostModel {
                 for a in &env.active {
                     out.push(Action::Request(OpKind::Reload(a.ext.clone())));
                 }
+                // H-12: the manifest extension's second definition, in
+                // whatever status it is once discovered.
+                if let Some(second) = &self.scenario.redefinition
+                    && !env.redefined
+                    && env.discovered.contains(&second.id)
+                {
+                    out.push(Action::Request(OpKind::Redefine(Box::new(second.clone()))));
+                }
             }
         }
         // Tool calls. A call touches only the core's set of calls in
@@ -165,7 +173,8 @@ impl HostModel {
                         .registry()
                         .provider(crate::scenario::PROVIDER_ID)
                         .is_some();
-                if (expected && !live) || self.admit_dormant(&s.core, ext, provider) != (None, None)
+                if (expected && !live)
+                    || self.admit_dormant(&s.core, ext, provider, s.env.redefined) != (None, None)
                 {
                     out.push(Action::DormantCall { ext, provider });
                 }

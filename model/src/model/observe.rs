@@ -42,7 +42,7 @@ impl HostModel {
         match action {
             Action::Discover(step) => env.script = clamp(step + 1),
             Action::Request(OpKind::Dispose) => env.dispose_requested = true,
-            Action::Request(OpKind::Reload(_)) => env.reloads_left -= 1,
+            Action::Request(OpKind::Reload(_) | OpKind::Redefine(_)) => env.reloads_left -= 1,
             Action::Request(_) => env.requests_left -= 1,
             Action::Withdraw(op) => {
                 env.withdraws_left -= 1;

@@ -16,11 +16,14 @@ use crate::state::{Activation, State};
 /// M-5, judged by the model itself: every generation of a manifest
 /// extension the environment saw commit (activation and reload alike)
 /// accepted exactly its declared tools, and its declared providers when it
-/// declares some. The expectation is the scenario's declarations, not the
-/// core's check.
+/// declares some. The expectation is the scenario's declarations (of the
+/// definition in force, H-12), not the core's check.
 fn declarations_held(sc: &Scenario, s: &State) -> Result<(), String> {
     for a in &s.env.active {
-        let Some(meta) = sc.meta(&a.ext).filter(|m| m.namespaced) else {
+        let Some(meta) = sc
+            .in_force(&a.ext, s.env.redefined)
+            .filter(|m| m.namespaced)
+        else {
             continue;
         };
         let mut held: Vec<&str> = a.tools.iter().map(|(_, n)| n.as_str()).collect();
@@ -147,7 +150,9 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
     // "each entry is expected" plus equal counts is set equality.
     let mut expected_dormant = 0;
     for id in &env.discovered {
-        let meta = sc.meta(id).ok_or("unknown extension discovered")?;
+        let meta = sc
+            .in_force(id, env.redefined)
+            .ok_or("unknown extension discovered")?;
         if meta.namespaced && !active.contains(id.as_str()) {
             expected_dormant += meta.declared_tools.as_ref().map_or(0, Vec::len);
         }
@@ -160,7 +165,7 @@ pub fn inv1(sc: &Scenario, s: &State) -> Result<(), String> {
         };
         let expected = env.discovered.iter().any(|d| d == id)
             && !active.contains(id)
-            && sc.meta(id).is_some_and(|meta| {
+            && sc.in_force(id, env.redefined).is_some_and(|meta| {
                 meta.namespaced
                     && meta.declared_tools.iter().flatten().any(|d| {
                         e.name.strip_prefix(id).and_then(|r| r.strip_prefix(':'))
@@ -251,7 +256,7 @@ fn live_mismatch(sc: &Scenario, s: &State) -> String {
 fn dormant_mismatch(sc: &Scenario, s: &State) -> String {
     let mut expected = BTreeSet::new();
     for id in &s.env.discovered {
-        let Some(meta) = sc.meta(id) else {
+        let Some(meta) = sc.in_force(id, s.env.redefined) else {
             continue;
         };
         if !meta.namespaced || s.env.active.iter().any(|a| &a.ext == id) {

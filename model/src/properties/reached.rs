@@ -5,7 +5,7 @@
 //! Architecture invariant: builds on [`crate::state`], [`crate::scenario`]
 //! and the leaves [`super::definition`] and [`super::outcome`] only.
 
-use exthost_core::{CleanupKind, FailureCause, OpOutcome, RegistryError};
+use exthost_core::{CleanupKind, FailureCause, OpKind, OpOutcome, RegistryError};
 
 use super::definition::{Definition, sometimes};
 use super::outcome::{TASK_LOST, TIMEOUT, any_settled, cause, cleanup_failed_with, failed};
@@ -204,6 +204,30 @@ pub(super) fn push(sc: &Scenario, p: &mut Vec<Definition>) {
         p.push(sometimes(
             "a failed reload left the old generation live",
             |_, s| any_settled(s, |st| matches!(st.outcome, OpOutcome::ReloadFailed(_))),
+        ));
+    }
+    if sc.redefinition.is_some() {
+        p.push(sometimes(
+            "an inactive extension redefined at once",
+            |_, s| any_settled(s, |st| matches!(st.outcome, OpOutcome::Redefined { .. })),
+        ));
+        p.push(sometimes(
+            "an active extension redefined by its fresh generation",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(st.kind, OpKind::Redefine(_))
+                        && matches!(st.outcome, OpOutcome::Reloaded { .. })
+                })
+            },
+        ));
+        p.push(sometimes(
+            "a failed redefinition left the old definition",
+            |_, s| {
+                any_settled(s, |st| {
+                    matches!(st.kind, OpKind::Redefine(_))
+                        && matches!(st.outcome, OpOutcome::ReloadFailed(_))
+                })
+            },
         ));
     }
     if sc.has_dependency() {
