@@ -493,25 +493,9 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
             ],
         );
     }
-    // INV-18 where a redefinition can run: a reload and the manifest
-    // extension.
-    if sc.redefinition.is_some() {
-        let at = p
-            .iter()
-            .position(|d| d.name == PROTOCOL)
-            .expect("protocol is listed");
-        p.insert(
-            at,
-            Definition::always("INV-18", |sc, s| inv18(sc, s).is_ok()),
-        );
-    }
     if sc.has_dependency() {
-        let at = p
-            .iter()
-            .position(|d| d.name == PROTOCOL)
-            .expect("protocol is listed");
-        p.splice(
-            at..at,
+        before_protocol(
+            &mut p,
             [
                 Definition::always("INV-13a", |sc, s| inv13a(sc, s).is_ok()),
                 Definition::always("INV-13b", |sc, s| inv13b(sc, s).is_ok()),
@@ -521,17 +505,31 @@ pub fn definitions(sc: &Scenario) -> Vec<Definition> {
     // INV-14 only where a grant can be revoked: a manifest extension's
     // declarations can mismatch, and its dormant calls ask the core.
     if sc.has_manifest() {
-        let at = p
-            .iter()
-            .position(|d| d.name == PROTOCOL)
-            .expect("protocol is listed");
-        p.insert(
-            at,
-            Definition::always("INV-14", |sc, s| inv14(sc, s).is_ok()),
+        before_protocol(
+            &mut p,
+            [Definition::always("INV-14", |sc, s| inv14(sc, s).is_ok())],
+        );
+    }
+    // INV-18 where a redefinition can run: a reload and the manifest
+    // extension.
+    if sc.redefinition.is_some() {
+        before_protocol(
+            &mut p,
+            [Definition::always("INV-18", |sc, s| inv18(sc, s).is_ok())],
         );
     }
     reached::push(sc, &mut p);
     p
+}
+
+/// Inserts `definitions` just before `protocol`, which closes the list of
+/// invariants.
+fn before_protocol(p: &mut Vec<Definition>, definitions: impl IntoIterator<Item = Definition>) {
+    let at = p
+        .iter()
+        .position(|d| d.name == PROTOCOL)
+        .expect("protocol is listed");
+    p.splice(at..at, definitions);
 }
 
 /// The expectation of a property, by name.

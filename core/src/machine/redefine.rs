@@ -25,9 +25,8 @@
 use crate::ids::OpId;
 use crate::lifecycle::{DefinitionMeta, ExtensionSlot, Status};
 use crate::outcome::{OpOutcome, RedefineError};
-use crate::protocol::Effect;
 
-use super::state::{Activation, ActivationStep, HostCore, Purpose, Running};
+use super::state::HostCore;
 
 impl HostCore {
     /// `Begin` of a redefinition.
@@ -102,16 +101,6 @@ impl HostCore {
             };
             return self.settle(op, outcome);
         };
-        self.running = Some(Running::Activation(Activation {
-            op,
-            extension,
-            step: ActivationStep::Factory,
-            purpose: Purpose::Reload,
-        }));
-        self.command(Effect::CallFactory {
-            op,
-            extension: id,
-            context,
-        });
+        self.begin_fresh_generation(op, extension);
     }
 }

@@ -29,12 +29,11 @@ use crate::lifecycle::{
 };
 use crate::mutant::Mutant;
 use crate::outcome::{LiveHook, OpOutcome};
-use crate::protocol::Effect;
 use crate::registry::{Binding, Owner, ToolRegistry, ToolSpec};
 
 use super::state::{
-    Activation, ActivationStep, CleanupCursor, Dispose, HostCore, Purpose, Retiring, Running,
-    cleanup_plan, release_unpublished, without_dormant_descriptors,
+    CleanupCursor, Dispose, HostCore, Retiring, Running, cleanup_plan, release_unpublished,
+    without_dormant_descriptors,
 };
 
 impl HostCore {
@@ -71,17 +70,7 @@ impl HostCore {
             );
         };
         self.probe_break_before_make(&id);
-        self.running = Some(Running::Activation(Activation {
-            op,
-            extension,
-            step: ActivationStep::Factory,
-            purpose: Purpose::Reload,
-        }));
-        self.command(Effect::CallFactory {
-            op,
-            extension: id,
-            context,
-        });
+        self.begin_fresh_generation(op, extension);
     }
 
     /// The candidate of a reload starts from the live registry without the

@@ -488,6 +488,24 @@ impl HostCore {
     }
 
     /// The slot index of the extension with this id (one the core knows).
+    /// A reload's (or an active extension's redefinition's) fresh
+    /// generation begins beside the live one, with its factory.
+    pub(super) fn begin_fresh_generation(&mut self, op: OpId, extension: Extension<Activating>) {
+        let context = extension.state().context;
+        let id = extension.id().to_owned();
+        self.running = Some(Running::Activation(Activation {
+            op,
+            extension,
+            step: ActivationStep::Factory,
+            purpose: Purpose::Reload,
+        }));
+        self.command(Effect::CallFactory {
+            op,
+            extension: id,
+            context,
+        });
+    }
+
     pub(super) fn slot_of(&self, id: &str) -> usize {
         self.index[id]
     }
