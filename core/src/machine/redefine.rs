@@ -15,7 +15,9 @@
 //!   the old generation (INV-11).
 //!
 //! Either way the new definition is first checked as discovery checks one
-//! (H-2, H-13), and a refusal changes nothing.
+//! (H-2, H-13), and a refusal changes nothing. Decides INV-18: a new
+//! definition is the extension's exactly once it applied, whole or not at
+//! all.
 //!
 //! Architecture invariant: builds on `state.rs`, `discovery.rs` and
 //! `probes.rs` only;
