@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 mod support;
 
 use support::fields::{Serve, called, log_file, named_tools, server_extension, wait_for_log};
-use support::{BOUND, exthost, read};
+use support::{BOUND, exthost, fixture, read};
 
 fn tools() -> Vec<Value> {
     named_tools(&["read", "write"])
@@ -205,4 +205,104 @@ fn the_catalog_says_a_backend_stopped_when_idle_is_not_started() {
         json!(false),
         "after the idle stop"
     );
+}
+
+/// A fixture server that also offers one subscribable resource,
+/// `file:///note`.
+const WITH_RESOURCES: &str = r#"
+def answer(method, params):
+    if method == "initialize":
+        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}, "resources": {"subscribe": True}},
+                "serverInfo": {"name": "idle-fixture", "version": "1.0.0"}}
+    if method == "tools/list":
+        with open("tools.json") as f:
+            return {"tools": json.load(f)}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
+                "isError": False}
+    if method == "resources/list":
+        return {"resources": [{"uri": "file:///note", "name": "note"}]}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    if method in ("resources/subscribe", "resources/unsubscribe", "ping"):
+        return {}
+    return None
+serve(answer)
+"#;
+
+#[test]
+fn a_backend_the_client_holds_a_subscription_at_is_never_idle() {
+    let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
+    let file = fixture::extension(
+        dir.path(),
+        "alpha",
+        WITH_RESOURCES,
+        &[],
+        &tools(),
+        json!({}),
+    );
+    let mut manifest = read(&file);
+    manifest["runtime"]["idleTimeoutMs"] = json!(300);
+    std::fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    extension(dir.path(), "beta", Some(300));
+    lock(dir.path());
+    let mut serve = Serve::start(dir.path(), &["--log-file", log.to_str().unwrap()]);
+    let uri = json!({"uri": "exthost://alpha/file:///note"});
+    let answer = serve.request("resources/subscribe", uri.clone());
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    // beta is used after alpha's subscription, so alpha is idle for at
+    // least as long as beta: once beta has stopped twice, the watch has
+    // looked at alpha past its timeout in two passes.
+    for stops in 1..=2 {
+        assert_eq!(called(&serve.call("beta_read", json!({}))), "called read");
+        wait_for_log(&log, "stopped extension \"beta\" (pid ", stops);
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(stopped_pids(&text, "alpha").is_empty(), "{text}");
+    // Unsubscribed, alpha is idle again and stops.
+    let answer = serve.request("resources/unsubscribe", uri);
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    first_stop(&log, "alpha");
+}
+
+/// A fixture server that lingers after its stdin closes, until a signal.
+const LINGERS: &str = r#"
+def answer(method, params):
+    if method == "initialize":
+        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "lingering-fixture", "version": "1.0.0"}}
+    if method == "tools/list":
+        with open("tools.json") as f:
+            return {"tools": json.load(f)}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
+                "isError": False}
+    if method == "ping":
+        return {}
+    return None
+serve(answer)
+time.sleep(600)
+"#;
+
+#[test]
+fn the_librarys_warnings_reach_serves_log() {
+    let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
+    let file = fixture::extension(dir.path(), "alpha", LINGERS, &[], &tools(), json!({}));
+    let mut manifest = read(&file);
+    manifest["runtime"]["idleTimeoutMs"] = json!(100);
+    manifest["runtime"]["shutdownTimeoutMs"] = json!(200);
+    std::fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    lock(dir.path());
+    let mut serve = Serve::start(dir.path(), &["--log-file", log.to_str().unwrap()]);
+    assert_eq!(called(&serve.call("alpha_read", json!({}))), "called read");
+    // The idle stop closes its stdin; it lingers, so the ladder's SIGTERM
+    // ends it, and the process runtime warns through `tracing`.
+    let text = wait_for_log(
+        &log,
+        "exthost serve: warning: a process extension did not exit when its stdin closed (extension=alpha",
+        1,
+    );
+    assert!(text.contains("it exited on SIGTERM"), "{text}");
 }

@@ -258,6 +258,15 @@ impl ProcessMonitor {
         }
     }
 
+    /// How many resource subscriptions this monitor holds for its child
+    /// (subscribed through [`ProcessMonitor::request`] and not yet
+    /// unsubscribed; at most [`MAX_KEPT_SUBSCRIPTIONS`]). A program that
+    /// stops idle children keeps one with subscriptions running, since a
+    /// stopped child sends no `notifications/resources/updated`.
+    pub fn subscription_count(&self) -> usize {
+        self.0.subscriptions.lock().map_or(0, |s| s.len())
+    }
+
     /// The pid (and process group id) of the latest child, if one started.
     pub fn pid(&self) -> Option<u32> {
         self.0.pid.lock().ok().and_then(|p| *p)

@@ -14,6 +14,10 @@
 //! the restart at the next call is the process runtime's), so an embedding
 //! program can do the same.
 //!
+//! A backend the client holds a resource subscription at is never idle:
+//! a stopped child would send no `notifications/resources/updated`. Its
+//! idle clock starts when the last subscription is withdrawn.
+//!
 //! No call ever meets a stopping backend: each call holds a [`Busy`] guard
 //! of its extension from before it passes the extension's gate until it
 //! has answered, and the stop happens under
@@ -46,7 +50,11 @@ pub(crate) async fn watch(gateway: Gateway, default: Option<Duration>) {
         let backends = gateway.shape.idle_backends(default);
         tokio::time::sleep(period(backends.iter().map(|b| b.timeout).min())).await;
         for backend in backends {
-            if gateway.host.status(&backend.id) != Some(Status::Active) {
+            if gateway.host.status(&backend.id) != Some(Status::Active)
+                || backend.monitor.subscription_count() > 0
+            {
+                // Not active, or the client awaits its resource updates:
+                // not idle, and its clock starts again from here.
                 gateway.idle.forget(&backend.id);
                 continue;
             }

@@ -1,7 +1,8 @@
 //! `serve`'s log: one line per event, to stderr or `--log-file`, never to
 //! stdout (stdout carries the MCP messages). Text from extensions and
 //! backends is escaped before it is written, so it cannot forge lines or
-//! drive the terminal.
+//! drive the terminal. The library's own warnings and errors (its
+//! `tracing` events) reach the same log ([`Log::take_library_warnings`]).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -35,5 +36,139 @@ impl Log {
             let _ = writeln!(out, "exthost serve: {escaped}");
             let _ = out.flush();
         }
+    }
+}
+
+impl Log {
+    /// Makes this log the process's `tracing` subscriber for warnings and
+    /// errors: each such event of the library (or of anything else in the
+    /// process) becomes one line, `warning: <message> (field=value, ...)`,
+    /// escaped like every other line. Events below warnings are not
+    /// recorded. When the process already has a subscriber, nothing
+    /// changes.
+    pub(crate) fn take_library_warnings(&self) {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(Warnings(self.clone()));
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    }
+}
+
+/// The `tracing` layer of [`Log::take_library_warnings`].
+struct Warnings(Log);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if *metadata.level() <= tracing::Level::WARN {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
+    fn enabled(
+        &self,
+        metadata: &tracing::Metadata<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(tracing::level_filters::LevelFilter::WARN)
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        self.0.line(&event_line(event));
+    }
+}
+
+/// `warning: <message> (field=value, ...)` (or `error: ...`).
+fn event_line(event: &tracing::Event<'_>) -> String {
+    let mut fields = Fields::default();
+    event.record(&mut fields);
+    let level = if *event.metadata().level() == tracing::Level::ERROR {
+        "error"
+    } else {
+        "warning"
+    };
+    if fields.rest.is_empty() {
+        format!("{level}: {}", fields.message)
+    } else {
+        format!("{level}: {} ({})", fields.message, fields.rest.join(", "))
+    }
+}
+
+/// An event's message and its other fields, in the order recorded.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    rest: Vec<String>,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        } else {
+            self.rest.push(format!("{}={value:?}", field.name()));
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.message = value.to_owned();
+        } else {
+            self.rest.push(format!("{}={value}", field.name()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A sink the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn warnings_and_errors_become_escaped_lines_and_the_rest_is_dropped() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let sink = Shared::default();
+        let log = Log(Arc::new(Mutex::new(Box::new(sink.clone()))));
+        let subscriber = tracing_subscriber::registry().with(Warnings(log));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(extension = "alpha", "not recorded");
+            tracing::warn!(extension = %"al\u{1b}]0;pha", pid = 7, "a child \u{202e}outlived its stdin");
+            tracing::error!("no fields");
+        });
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("exthost serve: warning: a child ")
+                && lines[0].contains("outlived its stdin (extension=al")
+                && lines[0].ends_with(", pid=7)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text:?}"
+        );
+        assert_eq!(lines[1], "exthost serve: error: no fields");
     }
 }

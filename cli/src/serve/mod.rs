@@ -123,6 +123,7 @@ pub(crate) fn run(
             .map_err(|e| Failure::usage(format!("--log-file {}: {e}", path.display())))?,
         None => Log::stderr(),
     };
+    log.take_library_warnings();
     let resources = ResourceLoader::create([ResourceRoot::new("extensions", &dir)])
         .map_err(|e| Failure::usage(e.to_string()))?;
     let mut options = HostOptions::new(resources)
