@@ -63,18 +63,7 @@ impl Folder {
     }
 
     fn everything(&self) {
-        let entry = installed(
-            "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        );
-        self.write(
-            "everything",
-            &json!({
-                "id": "everything",
-                "runtime": {"kind": "process", "command": "node", "args": [s(&entry), "stdio"],
-                            "startupTimeoutMs": 30000, "callTimeoutMs": 30000},
-                "permissions": ["tools.register"]
-            }),
-        );
+        self.write("everything", &support::everything_manifest());
     }
 
     fn time(&self) {

@@ -16,7 +16,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::{BOUND, exthost, installed, read, repo};
+use support::{BOUND, everything_entry, exthost, installed, read, repo};
 
 fn text(path: &Path) -> String {
     path.to_str().expect("a UTF-8 path").to_owned()
@@ -25,21 +25,7 @@ fn text(path: &Path) -> String {
 /// A folder with server-everything, locked.
 fn locked_everything() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("everything");
-    std::fs::create_dir(&folder).unwrap();
-    let entry = everything_entry();
-    let manifest = json!({
-        "id": "everything",
-        "runtime": {"kind": "process", "command": "node", "args": [text(&entry), "stdio"],
-                    "startupTimeoutMs": 30000, "callTimeoutMs": 30000},
-        "permissions": ["tools.register"]
-    });
-    let file = folder.join("extension.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
-    exthost()
-        .args(["lock", &text(dir.path())])
-        .assert()
-        .success();
+    let file = support::locked_everything(dir.path());
     (dir, file)
 }
 
@@ -60,11 +46,6 @@ fn drive(capable: bool, steps: &Value, command: &[String]) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("the client's JSON report")
-}
-
-/// server-everything's entry point.
-fn everything_entry() -> PathBuf {
-    installed("test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 /// Runs the same steps through `serve` in front of the locked folder `dir`

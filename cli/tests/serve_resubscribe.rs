@@ -22,7 +22,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::{BOUND, exthost, installed, read, repo};
+use support::{BOUND, installed, read, repo};
 
 const TOGGLE: &str = "everything_toggle-subscriber-updates";
 
@@ -35,20 +35,8 @@ fn text(path: &Path) -> String {
 /// it pins, namespaced as serve offers them.
 fn locked_everything() -> (tempfile::TempDir, PathBuf, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("everything");
-    std::fs::create_dir(&folder).unwrap();
-    let entry = installed(
-        "test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    let manifest = json!({
-        "id": "everything",
-        "runtime": {"kind": "process", "command": "node", "args": [text(&entry), "stdio"],
-                    "startupTimeoutMs": 30000, "callTimeoutMs": 30000},
-        "permissions": ["tools.register"]
-    });
-    let file = folder.join("extension.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
-    exthost().arg("lock").arg(dir.path()).assert().success();
+    let file = support::locked_everything(dir.path());
+    let folder = file.parent().unwrap().to_owned();
     let uris = read(&file)["deferred"]["resources"]
         .as_array()
         .expect("pinned static resources")

@@ -66,6 +66,46 @@ pub fn installed(relative: &str) -> PathBuf {
     path
 }
 
+/// server-everything's entry point (`@modelcontextprotocol/server-everything`
+/// from npm, installed by `scripts/install-test-servers`).
+pub fn everything_entry() -> PathBuf {
+    installed("test-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// The manifest hosting server-everything as extension `everything`
+/// (`node <entry> stdio`, 30 s to start and for each call).
+pub fn everything_manifest() -> Value {
+    let entry = everything_entry();
+    serde_json::json!({
+        "id": "everything",
+        "runtime": {"kind": "process", "command": "node",
+                    "args": [entry.to_str().expect("a UTF-8 path"), "stdio"],
+                    "startupTimeoutMs": 30000, "callTimeoutMs": 30000},
+        "permissions": ["tools.register"]
+    })
+}
+
+/// Writes [`everything_manifest`] to `dir/everything/extension.json` and
+/// locks `dir` (which must hold nothing else to start); returns the
+/// manifest's path.
+pub fn locked_everything(dir: &Path) -> PathBuf {
+    let folder = dir.join("everything");
+    fs::create_dir_all(&folder).unwrap();
+    let file = folder.join("extension.json");
+    fs::write(
+        &file,
+        serde_json::to_vec_pretty(&everything_manifest()).unwrap(),
+    )
+    .unwrap();
+    exthost()
+        .arg("lock")
+        .arg(dir)
+        .timeout(BOUND)
+        .assert()
+        .success();
+    file
+}
+
 pub fn read(file: &Path) -> Value {
     serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
 }
