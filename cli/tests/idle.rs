@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::fields::{Serve, called, log_file, named_tools, server_extension, wait_for_log};
-use support::{BOUND, exthost, fixture, read};
+use support::fields::{
+    Serve, called, log_file, named_tools, server_extension, server_extension_with, wait_for_log,
+};
+use support::{BOUND, exthost, read};
 
 fn tools() -> Vec<Value> {
     named_tools(&["read", "write"])
@@ -22,7 +24,13 @@ fn tools() -> Vec<Value> {
 /// Writes extension `id` into `dir` with `idle` as its
 /// `runtime.idleTimeoutMs` (none when `None`).
 fn extension(dir: &Path, id: &str, idle: Option<u64>) -> PathBuf {
-    let file = server_extension(dir, id, &tools(), json!({}));
+    extension_running(dir, id, &[], idle)
+}
+
+/// [`extension`] whose fixture server runs with `args` (`resources`,
+/// `lingers`).
+fn extension_running(dir: &Path, id: &str, args: &[&str], idle: Option<u64>) -> PathBuf {
+    let file = server_extension_with(dir, id, args, &tools(), json!({}));
     if let Some(ms) = idle {
         let mut manifest = read(&file);
         manifest["runtime"]["idleTimeoutMs"] = json!(ms);
@@ -207,44 +215,10 @@ fn the_catalog_says_a_backend_stopped_when_idle_is_not_started() {
     );
 }
 
-/// A fixture server that also offers one subscribable resource,
-/// `file:///note`.
-const WITH_RESOURCES: &str = r#"
-def answer(method, params):
-    if method == "initialize":
-        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}, "resources": {"subscribe": True}},
-                "serverInfo": {"name": "idle-fixture", "version": "1.0.0"}}
-    if method == "tools/list":
-        with open("tools.json") as f:
-            return {"tools": json.load(f)}
-    if method == "tools/call":
-        return {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
-                "isError": False}
-    if method == "resources/list":
-        return {"resources": [{"uri": "file:///note", "name": "note"}]}
-    if method == "resources/templates/list":
-        return {"resourceTemplates": []}
-    if method in ("resources/subscribe", "resources/unsubscribe", "ping"):
-        return {}
-    return None
-serve(answer)
-"#;
-
 #[test]
 fn a_backend_the_client_holds_a_subscription_at_is_never_idle() {
     let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
-    let file = fixture::extension(
-        dir.path(),
-        "alpha",
-        WITH_RESOURCES,
-        &[],
-        &tools(),
-        json!({}),
-    );
-    let mut manifest = read(&file);
-    manifest["runtime"]["idleTimeoutMs"] = json!(300);
-    std::fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    extension_running(dir.path(), "alpha", &["resources"], Some(300));
     extension(dir.path(), "beta", Some(300));
     lock(dir.path());
     let mut serve = Serve::start(dir.path(), &["--log-file", log.to_str().unwrap()]);
@@ -266,32 +240,11 @@ fn a_backend_the_client_holds_a_subscription_at_is_never_idle() {
     first_stop(&log, "alpha");
 }
 
-/// A fixture server that lingers after its stdin closes, until a signal.
-const LINGERS: &str = r#"
-def answer(method, params):
-    if method == "initialize":
-        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "lingering-fixture", "version": "1.0.0"}}
-    if method == "tools/list":
-        with open("tools.json") as f:
-            return {"tools": json.load(f)}
-    if method == "tools/call":
-        return {"content": [{"type": "text", "text": "called " + params.get("name", "")}],
-                "isError": False}
-    if method == "ping":
-        return {}
-    return None
-serve(answer)
-time.sleep(600)
-"#;
-
 #[test]
 fn the_librarys_warnings_reach_serves_log() {
     let (dir, (_logs, log)) = (tempfile::tempdir().unwrap(), log_file());
-    let file = fixture::extension(dir.path(), "alpha", LINGERS, &[], &tools(), json!({}));
+    let file = extension_running(dir.path(), "alpha", &["lingers"], Some(100));
     let mut manifest = read(&file);
-    manifest["runtime"]["idleTimeoutMs"] = json!(100);
     manifest["runtime"]["shutdownTimeoutMs"] = json!(200);
     std::fs::write(&file, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
     lock(dir.path());

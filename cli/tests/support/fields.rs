@@ -15,12 +15,19 @@ use super::{BOUND, repo};
 
 /// A minimal MCP stdio server: answers `initialize`, `ping`, `tools/list`
 /// (from `tools.json` in its working directory, the extension's folder,
-/// read at each listing) and `tools/call` (text "called <name>").
+/// read at each listing) and `tools/call` (text "called <name>"). Its
+/// arguments add behaviour: `resources` offers one subscribable resource,
+/// `file:///note` (listing, subscribing, unsubscribing); `lingers` keeps
+/// it running after its stdin closed, until a signal ends it.
 const HANDLER: &str = r#"
+RESOURCES = "resources" in sys.argv[1:]
 def answer(method, params):
     if method == "initialize":
+        capabilities = {"tools": {}}
+        if RESOURCES:
+            capabilities["resources"] = {"subscribe": True}
         return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "fields-fixture", "version": "1.0.0"}}
     if method == "tools/list":
         with open("tools.json") as f:
@@ -30,14 +37,34 @@ def answer(method, params):
                 "isError": False}
     if method == "ping":
         return {}
+    if RESOURCES and method == "resources/list":
+        return {"resources": [{"uri": "file:///note", "name": "note"}]}
+    if RESOURCES and method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    if RESOURCES and method in ("resources/subscribe", "resources/unsubscribe"):
+        return {}
     return None
 serve(answer)
+if "lingers" in sys.argv[1:]:
+    time.sleep(600)
 "#;
 
 /// Writes extension `id` into `dir/<id>/`: the fixture server, its tool
 /// list, and a manifest with `extra` fields merged in.
 pub fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> PathBuf {
     super::fixture::extension(dir, id, HANDLER, &[], tools, extra)
+}
+
+/// [`server_extension`] whose server runs with `args` (`resources`,
+/// `lingers`: see the server's own description).
+pub fn server_extension_with(
+    dir: &Path,
+    id: &str,
+    args: &[&str],
+    tools: &[Value],
+    extra: Value,
+) -> PathBuf {
+    super::fixture::extension(dir, id, HANDLER, args, tools, extra)
 }
 
 /// Tools named `names`, each described "The <name> tool." with an object
