@@ -1,5 +1,5 @@
 //! Reductions the core and the model share: what an attempt forgets once
-//! nothing reads it (see `docs/model-checking.md`, "Reductions").
+//! nothing reads it (see `docs/model.md`, "Reductions").
 //!
 //! Architecture invariant: this is the one place such a reduction is
 //! written. The core applies it to its contributions

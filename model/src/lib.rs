@@ -19,8 +19,10 @@
 //! both the `exthost-model` binary and `exthost check` (crate `exthost-cli`)
 //! run.
 //!
-//! See `docs/model-checking.md` for the bounds, the measured state counts
-//! and what the model does not cover.
+//! See `docs/model.md` for the environment, the reductions, the properties,
+//! the seeded bugs and what the model does not cover, and
+//! `docs/model-checking.md` for the searches and their measured state
+//! counts.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -479,7 +479,7 @@ impl HostModel {
             s.env.active.clear();
         }
     }
-    /// The cleanup reduction (`docs/model-checking.md`, "A cleanup keeps
+    /// The cleanup reduction (`docs/model.md`, "A cleanup keeps
     /// only what it runs"): once the shutdown began, the active
     /// generations keep only their contexts and disposers (the tool called
     /// after the shutdown is chosen first, while it is known); a rolling

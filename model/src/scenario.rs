@@ -93,7 +93,7 @@ pub struct Bounds {
     pub tool_names: Vec<String>,
     /// Tool calls the environment may start (each of a live extension
     /// tool, just before the shutdown begins; see the partial-order
-    /// reduction in `docs/model-checking.md`). Each may finish with or
+    /// reduction in `docs/model.md`). Each may finish with or
     /// without its own deadline passed, or be abandoned by the shutdown.
     pub calls: usize,
     /// Deadline expiries per operation: the deadline of the awaited factory,

@@ -129,7 +129,7 @@ impl Activation {
     }
 
     /// Forgets the counts of attempted registrations, which bound only an
-    /// `activate` that runs (see `docs/model-checking.md`, "Reductions").
+    /// `activate` that runs (see `docs/model.md`, "Reductions").
     pub fn forget_attempts(&mut self) {
         self.tool_attempts = 0;
         self.hook_attempts = 0;

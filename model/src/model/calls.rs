@@ -1,6 +1,6 @@
 //! The tool calls the environment may start and end, and where (the
 //! partial-order reduction that starts calls just before the shutdown
-//! begins; see `docs/model-checking.md`).
+//! begins; see `docs/model.md`).
 //!
 //! Architecture invariant: reads the state only, like the other choices
 //! of `enabled`.

@@ -100,7 +100,7 @@ impl HostModel {
         // core awaits `Begin` of the dispose): calls start only there. A
         // call ends at an idle point or while the shutdown waits for its
         // extension's calls; ending earlier is covered by ending at that
-        // idle point (see `docs/model-checking.md`).
+        // idle point (see `docs/model.md`).
         if idle && env.calls_left > 0 && self.call_point(s) {
             self.call_starts(s, out);
         }
@@ -187,7 +187,7 @@ impl HostModel {
     /// step has a deadline that has not fired yet).
     ///
     /// Where they are offered is part of the bounds (see
-    /// `docs/model-checking.md`): a lost `activate` only before it
+    /// `docs/model.md`): a lost `activate` only before it
     /// registered anything or while it hangs (elsewhere it is exactly an
     /// `activate` error, which the model explores at every point); cleanup
     /// steps time out or are lost only in the shutdown, and each such step
