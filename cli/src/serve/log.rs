@@ -40,12 +40,13 @@ impl Log {
 }
 
 impl Log {
-    /// Makes this log the process's `tracing` subscriber for warnings and
-    /// errors: each such event of the library (or of anything else in the
-    /// process) becomes one line, `warning: <message> (field=value, ...)`,
-    /// escaped like every other line. Events below warnings are not
-    /// recorded. When the process already has a subscriber, nothing
-    /// changes.
+    /// Makes this log the process's `tracing` subscriber for the exthost
+    /// library's warnings and errors: each becomes one line, `warning:
+    /// <message> (field=value, ...)`, escaped like every other line.
+    /// Events below warnings are not recorded, and neither are other
+    /// crates' (rmcp warns of every error answer, which a hostile client
+    /// can make by the thousand). When the process already has a
+    /// subscriber, nothing changes.
     pub(crate) fn take_library_warnings(&self) {
         use tracing_subscriber::layer::SubscriberExt;
         let subscriber = tracing_subscriber::registry().with(Warnings(self.clone()));
@@ -61,7 +62,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
         &self,
         metadata: &'static tracing::Metadata<'static>,
     ) -> tracing::subscriber::Interest {
-        if *metadata.level() <= tracing::Level::WARN {
+        if recorded(metadata) {
             tracing::subscriber::Interest::always()
         } else {
             tracing::subscriber::Interest::never()
@@ -73,7 +74,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
         metadata: &tracing::Metadata<'_>,
         _: tracing_subscriber::layer::Context<'_, S>,
     ) -> bool {
-        *metadata.level() <= tracing::Level::WARN
+        recorded(metadata)
     }
 
     fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
@@ -83,6 +84,14 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         self.0.line(&event_line(event));
     }
+}
+
+/// Whether an event is one [`Log::take_library_warnings`] records: a
+/// warning or an error of the exthost library.
+fn recorded(metadata: &tracing::Metadata<'_>) -> bool {
+    let target = metadata.target();
+    *metadata.level() <= tracing::Level::WARN
+        && (target == "exthost" || target.starts_with("exthost::"))
 }
 
 /// `warning: <message> (field=value, ...)` (or `error: ...`).
@@ -146,15 +155,16 @@ mod tests {
     }
 
     #[test]
-    fn warnings_and_errors_become_escaped_lines_and_the_rest_is_dropped() {
+    fn the_librarys_warnings_and_errors_become_escaped_lines_and_the_rest_is_dropped() {
         use tracing_subscriber::layer::SubscriberExt;
         let sink = Shared::default();
         let log = Log(Arc::new(Mutex::new(Box::new(sink.clone()))));
         let subscriber = tracing_subscriber::registry().with(Warnings(log));
         tracing::subscriber::with_default(subscriber, || {
-            tracing::info!(extension = "alpha", "not recorded");
-            tracing::warn!(extension = %"al\u{1b}]0;pha", pid = 7, "a child \u{202e}outlived its stdin");
-            tracing::error!("no fields");
+            tracing::info!(target: "exthost::process", extension = "alpha", "not recorded");
+            tracing::warn!(target: "rmcp::service", "another crate's warning, not recorded");
+            tracing::warn!(target: "exthost::process::client", extension = %"al\u{1b}]0;pha", pid = 7, "a child \u{202e}outlived its stdin");
+            tracing::error!(target: "exthost", "no fields");
         });
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
