@@ -37,61 +37,39 @@ impl Log {
             let _ = out.flush();
         }
     }
-}
 
-impl Log {
     /// Makes this log the process's `tracing` subscriber for the exthost
-    /// library's warnings and errors: each becomes one line, `warning:
-    /// <message> (field=value, ...)`, escaped like every other line.
-    /// Events below warnings are not recorded, and neither are other
-    /// crates' (rmcp warns of every error answer, which a hostile client
-    /// can make by the thousand). When the process already has a
-    /// subscriber, nothing changes.
+    /// library's warnings and errors ([`library_warnings`]). When the
+    /// process already has a subscriber, nothing changes.
     pub(crate) fn take_library_warnings(&self) {
         use tracing_subscriber::layer::SubscriberExt;
-        let subscriber = tracing_subscriber::registry().with(Warnings(self.clone()));
+        let subscriber = tracing_subscriber::registry().with(library_warnings(self.clone()));
         let _ = tracing::subscriber::set_global_default(subscriber);
     }
 }
 
-/// The `tracing` layer of [`Log::take_library_warnings`].
+/// A `tracing` layer writing each warning or error of the exthost library
+/// (targets `exthost...`) to `log` as one line, `warning: <message>
+/// (field=value, ...)`, escaped like every other line. Events below
+/// warnings are not recorded, and neither are other crates' (rmcp warns of
+/// every error answer, which a hostile client can make by the thousand).
+fn library_warnings<S>(log: Log) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer;
+    let library = tracing_subscriber::filter::Targets::new()
+        .with_target("exthost", tracing::level_filters::LevelFilter::WARN);
+    Warnings(log).with_filter(library)
+}
+
+/// The layer of [`library_warnings`], before its filter.
 struct Warnings(Log);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn register_callsite(
-        &self,
-        metadata: &'static tracing::Metadata<'static>,
-    ) -> tracing::subscriber::Interest {
-        if recorded(metadata) {
-            tracing::subscriber::Interest::always()
-        } else {
-            tracing::subscriber::Interest::never()
-        }
-    }
-
-    fn enabled(
-        &self,
-        metadata: &tracing::Metadata<'_>,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) -> bool {
-        recorded(metadata)
-    }
-
-    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        Some(tracing::level_filters::LevelFilter::WARN)
-    }
-
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         self.0.line(&event_line(event));
     }
-}
-
-/// Whether an event is one [`Log::take_library_warnings`] records: a
-/// warning or an error of the exthost library.
-fn recorded(metadata: &tracing::Metadata<'_>) -> bool {
-    let target = metadata.target();
-    *metadata.level() <= tracing::Level::WARN
-        && (target == "exthost" || target.starts_with("exthost::"))
 }
 
 /// `warning: <message> (field=value, ...)` (or `error: ...`).
@@ -117,21 +95,24 @@ struct Fields {
     rest: Vec<String>,
 }
 
-impl tracing::field::Visit for Fields {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+impl Fields {
+    fn record(&mut self, field: &tracing::field::Field, value: String) {
         if field.name() == "message" {
-            self.message = format!("{value:?}");
-        } else {
-            self.rest.push(format!("{}={value:?}", field.name()));
-        }
-    }
-
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.message = value.to_owned();
+            self.message = value;
         } else {
             self.rest.push(format!("{}={value}", field.name()));
         }
+    }
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.record(field, format!("{value:?}"));
+    }
+
+    // Unquoted, unlike the `Debug` form of a string.
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.record(field, value.to_owned());
     }
 }
 
@@ -159,7 +140,7 @@ mod tests {
         use tracing_subscriber::layer::SubscriberExt;
         let sink = Shared::default();
         let log = Log(Arc::new(Mutex::new(Box::new(sink.clone()))));
-        let subscriber = tracing_subscriber::registry().with(Warnings(log));
+        let subscriber = tracing_subscriber::registry().with(library_warnings(log));
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "exthost::process", extension = "alpha", "not recorded");
             tracing::warn!(target: "rmcp::service", "another crate's warning, not recorded");
