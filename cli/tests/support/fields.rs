@@ -52,7 +52,7 @@ if "lingers" in sys.argv[1:]:
 /// Writes extension `id` into `dir/<id>/`: the fixture server, its tool
 /// list, and a manifest with `extra` fields merged in.
 pub fn server_extension(dir: &Path, id: &str, tools: &[Value], extra: Value) -> PathBuf {
-    super::fixture::extension(dir, id, HANDLER, &[], tools, extra)
+    server_extension_with(dir, id, &[], tools, extra)
 }
 
 /// [`server_extension`] whose server runs with `args` (`resources`,
