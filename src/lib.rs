@@ -89,7 +89,7 @@
 //! deadline when one is set, and every failure is reported in one
 //! aggregate. Limit: a step that
 //! outlives its deadline is abandoned, not killed; in-process code cannot be
-//! stopped by force (`docs/host.md`).
+//! stopped by force (`docs/hostile-code.md`).
 //!
 //! **Manifests start extensions lazily and are held to their word.**
 //! Discovery reads metadata only; declared tools are visible before their
@@ -102,12 +102,12 @@
 //!
 //! **The logic is model-checked.** The stateright model in `exthost-model`
 //! explores the real core (the crate `exthost-core`, whose public types
-//! this crate names in [`core`]) and checks INV-1 to INV-14 on every reachable state, and each
+//! this crate names in [`core`]) and checks INV-1 to INV-18 on every reachable state, and each
 //! seeded bug must be caught. Limit: the check is exhaustive only within its bounds, and covers
 //! the core; the async shell is checked by loom (its queue and publication
 //! cell), by trace validation of every recorded integration run against the
 //! core, and by fault simulation (`docs/model-checking.md`, `docs/loom.md`,
-//! `docs/host.md`).
+//! `docs/hostile-code.md`).
 //!
 //! Every error carries a stable code, listed in [`error::codes`]: it
 //! implements [`CodedError`], and its `Display` is `CODE: message`.
