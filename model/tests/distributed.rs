@@ -7,7 +7,7 @@
 //! processes exactly; a process that dies mid-search ends the others with
 //! an error, never a wait.
 //!
-//! The lifecycle bounds (1.36 M states) take minutes: they are behind
+//! The lifecycle bounds (2.07 M states) take minutes: they are behind
 //! `#[ignore]`, run with
 //! `cargo test --release -p exthost-model --test distributed -- --ignored`.
 
@@ -294,7 +294,7 @@ fn a_process_that_dies_ends_the_others_with_an_error() {
 }
 
 #[test]
-#[ignore = "minutes: the lifecycle bounds have 1.36 M states"]
+#[ignore = "minutes: the lifecycle bounds have 2.07 M states"]
 fn lifecycle_bounds_on_two_workers_and_two_processes() {
     let single = single(Bounds::lifecycle());
     assert_same(&distributed(Bounds::lifecycle(), 2), &single, 2);
