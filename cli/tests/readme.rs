@@ -267,5 +267,37 @@ fn every_path_and_cargo_target_the_readme_quotes_exists() {
             ));
         }
     }
+    // Cargo's profile, also in a quote that runs the model through cargo
+    // (sorted as the model's, with cargo's words left out of its args).
+    let mut profiles = 0;
+    for q in &quotes {
+        let words: Vec<&str> = q.text.split_whitespace().collect();
+        for w in words.windows(2).filter(|w| w[0] == "--profile") {
+            profiles += 1;
+            if !profile_exists(w[1]) {
+                missing.push(format!(
+                    "README.md:{} quotes `{}`: no profile {} in Cargo.toml",
+                    q.line, q.text, w[1]
+                ));
+            }
+        }
+    }
+    assert!(profiles > 0, "the reader finds the long searches' profile");
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// Cargo's own profiles, or one the workspace's `Cargo.toml` defines.
+fn profile_exists(name: &str) -> bool {
+    let root = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    ["dev", "release", "test", "bench"].contains(&name)
+        || root
+            .lines()
+            .any(|l| l.trim() == format!("[profile.{name}]"))
+}
+
+#[test]
+fn a_quoted_profile_is_one_cargo_knows() {
+    assert!(profile_exists("release"));
+    assert!(profile_exists("search"), "the long searches' profile");
+    assert!(!profile_exists("serach"));
 }
