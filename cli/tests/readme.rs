@@ -14,7 +14,9 @@
 use std::process::Command;
 
 mod readme_quotes;
-use readme_quotes::{Program, Quote, problems, quotes, readme, repo, repo_paths, words};
+use readme_quotes::{
+    Program, Quote, command_words, problems, quotes, readme, repo, repo_paths, words,
+};
 
 /// One command of the tour.
 #[derive(Debug)]
@@ -269,12 +271,15 @@ fn every_path_and_cargo_target_the_readme_quotes_exists() {
     }
     // Cargo's profile, also in a quote that runs the model through cargo
     // (sorted as the model's, with cargo's words left out of its args).
+    let known = profiles();
     let mut profiles = 0;
     for q in &quotes {
-        let words: Vec<&str> = q.text.split_whitespace().collect();
-        for w in words.windows(2).filter(|w| w[0] == "--profile") {
+        for w in command_words(&q.text)
+            .windows(2)
+            .filter(|w| w[0] == "--profile")
+        {
             profiles += 1;
-            if !profile_exists(w[1]) {
+            if !known.contains(&w[1]) {
                 missing.push(format!(
                     "README.md:{} quotes `{}`: no profile {} in Cargo.toml",
                     q.line, q.text, w[1]
@@ -286,18 +291,27 @@ fn every_path_and_cargo_target_the_readme_quotes_exists() {
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
-/// Cargo's own profiles, or one the workspace's `Cargo.toml` defines.
-fn profile_exists(name: &str) -> bool {
+/// Cargo's own profiles and those the workspace's `Cargo.toml` defines.
+fn profiles() -> Vec<String> {
     let root = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
-    ["dev", "release", "test", "bench"].contains(&name)
-        || root
-            .lines()
-            .any(|l| l.trim() == format!("[profile.{name}]"))
+    let defined = root.lines().filter_map(|l| {
+        l.trim()
+            .strip_prefix("[profile.")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .filter(|name| !name.contains('.'))
+    });
+    ["dev", "release", "test", "bench"]
+        .into_iter()
+        .chain(defined)
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
 fn a_quoted_profile_is_one_cargo_knows() {
-    assert!(profile_exists("release"));
-    assert!(profile_exists("search"), "the long searches' profile");
-    assert!(!profile_exists("serach"));
+    let profiles = profiles();
+    let exists = |name: &str| profiles.iter().any(|p| p == name);
+    assert!(exists("release"));
+    assert!(exists("search"), "the long searches' profile");
+    assert!(!exists("serach"));
 }

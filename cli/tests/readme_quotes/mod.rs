@@ -147,7 +147,7 @@ pub fn snippets(readme: &str) -> Vec<(usize, String)> {
 }
 
 /// The words of a snippet without its comment and leading assignments.
-fn command_words(text: &str) -> Vec<String> {
+pub fn command_words(text: &str) -> Vec<String> {
     let mut ws: Vec<String> = split(text)
         .unwrap_or_default()
         .into_iter()
